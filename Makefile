@@ -1,0 +1,38 @@
+# Every target bootstraps .venv from pyproject.toml + constraints.txt on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint demo bench torture fuzz serve clean
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check trio_agent tests bench
+	$(VENV)/bin/mypy --strict trio_agent/log
+
+test: lint
+	$(PY) -m pytest -q -p no:cacheprovider
+
+demo: $(STAMP)
+	$(VENV)/bin/trio-agent demo all
+
+serve: $(STAMP)
+	$(VENV)/bin/trio-agent serve
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+torture: $(STAMP)
+	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
+
+fuzz: $(STAMP)
+	TRIO_AGENT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

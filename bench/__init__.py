@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): ratios measured side by side in one run."""

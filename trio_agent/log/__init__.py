@@ -1,0 +1,80 @@
+"""The pure core: log format v1, its invariants, repair, truncation and the consumed-work fold.
+
+No trio and no I/O here (spec/README.md): bytes and events in, verdicts and closers out. The
+CLI runs this code on files; a live session runs the same :class:`LogChecker` on every append.
+"""
+
+from .checker import LogChecker, check_events
+from .codec import (
+    SplitLog,
+    decode_event,
+    decode_header,
+    encode_event,
+    encode_header,
+    event_to_json,
+    iter_events,
+    split_log,
+)
+from .consumed import ConsumedWork, fold_consumed_work
+from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
+from .events import (
+    DATA_CLASSES,
+    FORMAT_VERSION,
+    STEP_SCOPED,
+    Event,
+    Header,
+    converter,
+    to_data,
+    typed,
+)
+from .inbox import InboxProjection, SpliceError
+from .repair import (
+    NOT_STARTED_TEXT,
+    OUTCOME_UNKNOWN_TEXT,
+    STOPPED_DURING_RECOVERY_TEXT,
+    closers_for,
+    repair_closers,
+)
+from .rules import RULES
+from .scan import Scan, TornTail, scan_log
+from .truncate import TruncateReport, truncate_open_turn
+
+__all__ = [
+    "DATA_CLASSES",
+    "FORMAT_VERSION",
+    "NOT_STARTED_TEXT",
+    "OUTCOME_UNKNOWN_TEXT",
+    "RULES",
+    "STEP_SCOPED",
+    "STOPPED_DURING_RECOVERY_TEXT",
+    "ConsumedWork",
+    "Event",
+    "Header",
+    "HeaderError",
+    "InboxProjection",
+    "LogChecker",
+    "LogError",
+    "LogViolation",
+    "Scan",
+    "SpliceError",
+    "SplitLog",
+    "TornTail",
+    "TruncateReport",
+    "UnreadableLineError",
+    "check_events",
+    "closers_for",
+    "converter",
+    "decode_event",
+    "decode_header",
+    "encode_event",
+    "encode_header",
+    "event_to_json",
+    "fold_consumed_work",
+    "iter_events",
+    "repair_closers",
+    "scan_log",
+    "split_log",
+    "to_data",
+    "truncate_open_turn",
+    "typed",
+]

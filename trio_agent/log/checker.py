@@ -1,0 +1,463 @@
+"""``LogChecker``: the incremental validator of spec/invariants.md.
+
+Like h11's connection state, it is a pure state machine: feed it events one at a time; an
+event that breaks a rule raises :class:`~trio_agent.log.errors.LogViolation` and **leaves the
+state unchanged**, so a live session can veto an append and carry on. The same object checks a
+file in ``trio-agent check`` and every append of a live session.
+
+Each ``_on_<type>`` method first checks everything (raising on the first broken rule, in the
+order of :data:`~trio_agent.log.rules.RULES`), then mutates state. Nothing is mutated before
+the last check of an event has passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from .errors import LogViolation
+from .events import STEP_SCOPED, Event
+from .inbox import InboxProjection, SpliceError
+from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
+
+# Phases of the open step (rule I9): input, then model output, then tool work.
+_INPUT: Final = 0
+_STREAMING: Final = 1
+_ANSWERED: Final = 2  # the step's assistant/message is in
+_INTERRUPTED: Final = 3  # the step's assistant/message was interrupted: only step/end may follow
+
+
+class _Call:
+    """A call requested by the open step's assistant/message."""
+
+    __slots__ = (
+        "approval",
+        "approval_id",
+        "arguments",
+        "dispatched",
+        "name",
+        "resolved",
+        "spawned",
+    )
+
+    def __init__(self, name: str, arguments: Any) -> None:
+        self.name = name
+        self.arguments = arguments
+        self.dispatched = False
+        self.resolved = False
+        self.spawned = False
+        self.approval: str | None = None  # None | "asked" | an outcome
+        self.approval_id: str | None = None
+
+
+class LogChecker:
+    """Validates a log event by event (spec/invariants.md, rules I1-I19; I0 is the codec's).
+
+    Public state, for readers such as repair and the runtime:
+    ``next_seq``, ``open_turn``, ``open_step``, ``last_turn``, ``inbox`` and
+    ``pending_calls`` (call ids of the open step without a result, in request order).
+    """
+
+    def __init__(self) -> None:
+        self.next_seq = 0
+        self.last_turn = 0
+        self.open_turn: int | None = None
+        self.open_step: int | None = None
+        self.inbox = InboxProjection()
+        self._last_step = 0
+        self._phase = _INPUT
+        self._calls: dict[str, _Call] = {}
+        self._call_ids: set[str] = set()  # every tool-call id of the log (I10)
+        self._approval_ids: set[str] = set()
+        self._open_approvals: dict[str, str] = {}  # approval id -> call id
+        self._repairing = False  # a repair placeholder was written in the open turn (I17)
+        self._handlers: dict[str, Callable[[Event], Callable[[], None] | None]] = {
+            "turn/start": self._on_turn_start,
+            "turn/end": self._on_turn_end,
+            "step/start": self._on_step_start,
+            "step/end": self._on_step_end,
+            "agent/inbox/spliced": self._on_inbox_spliced,
+            "user/message": self._on_user_message,
+            "assistant/chunk": self._on_assistant_chunk,
+            "assistant/message": self._on_assistant_message,
+            "approval/asked": self._on_approval_asked,
+            "approval/decided": self._on_approval_decided,
+            "tool/call": self._on_tool_call,
+            "tool/spawned": self._on_tool_spawned,
+            "tool/output": self._on_tool_output,
+            "tool/result": self._on_tool_result,
+        }
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def balanced(self) -> bool:
+        """True when no turn is open (every turn that started has ended)."""
+        return self.open_turn is None
+
+    @property
+    def pending_calls(self) -> list[str]:
+        return [cid for cid, call in self._calls.items() if not call.resolved]
+
+    def unanswered_calls(self) -> list[tuple[str, str, bool]]:
+        """``(call_id, tool_name, dispatched)`` for each call of the open step without a result,
+        in the order the model requested them. ``dispatched`` means its ``tool/call`` is in."""
+        return [(cid, c.name, c.dispatched) for cid, c in self._calls.items() if not c.resolved]
+
+    def feed(self, event: Event) -> None:
+        """Check ``event`` and advance. A broken rule raises :class:`LogViolation`; state stays."""
+        if event.seq != self.next_seq:
+            raise LogViolation("I1", event.seq, f"expected seq {self.next_seq}, got {event.seq}")
+        handler = self._handlers.get(event.type)
+        if handler is None:  # the codec rejects these; a hand-built Event can still carry one
+            raise LogViolation("I0", event.seq, f"unknown event type {event.type!r}")
+        if event.type in STEP_SCOPED:
+            self._check_in_step(event)
+        commit = handler(event)
+        if commit is not None:
+            commit()
+        self.next_seq += 1
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.feed(event)
+
+    # -- shared checks ----------------------------------------------------------------------
+
+    def _ended(self, turn: int) -> bool:
+        last_ended = self.last_turn if self.open_turn is None else self.last_turn - 1
+        return turn <= last_ended
+
+    def _check_in_step(self, event: Event) -> None:
+        data = event.data
+        turn, step = data["turn"], data["step"]
+        if self._ended(turn):
+            raise LogViolation("I7", event.seq, f"{event.type} names turn {turn}, which has ended")
+        if turn != self.open_turn or step != self.open_step:
+            raise LogViolation(
+                "I8", event.seq, f"{event.type} names turn {turn} step {step}; {self._where()}"
+            )
+        if self._repairing and event.type != "tool/result":
+            raise LogViolation(
+                "I17", event.seq, f"{event.type} after a repair placeholder in turn {turn}"
+            )
+
+    def _where(self) -> str:
+        if self.open_turn is None:
+            return "no turn is open"
+        if self.open_step is None:
+            return f"turn {self.open_turn} is open with no step open"
+        return f"turn {self.open_turn} step {self.open_step} is open"
+
+    def _call(self, event: Event, rule: str) -> _Call:
+        cid = event.data["callId"]
+        call = self._calls.get(cid)
+        if call is None:
+            raise LogViolation(
+                rule,
+                event.seq,
+                f"{event.type} for {cid!r}, which is not a requested call of this step",
+            )
+        return call
+
+    # -- turns and steps --------------------------------------------------------------------
+
+    def _on_turn_start(self, event: Event) -> Callable[[], None]:
+        turn = event.data["turn"]
+        if self.open_turn is not None:
+            raise LogViolation(
+                "I2", event.seq, f"turn/start {turn} while turn {self.open_turn} is open"
+            )
+        if turn != self.last_turn + 1:
+            raise LogViolation(
+                "I3", event.seq, f"turn/start {turn}; the next turn number is {self.last_turn + 1}"
+            )
+
+        def commit() -> None:
+            self.open_turn = self.last_turn = turn
+            self._last_step = 0
+            self._repairing = False
+
+        return commit
+
+    def _on_turn_end(self, event: Event) -> Callable[[], None]:
+        turn, kind = event.data["turn"], event.data["reason"]["kind"]
+        if self._ended(turn):
+            raise LogViolation("I7", event.seq, f"turn/end names turn {turn}, which has ended")
+        if turn != self.open_turn:
+            raise LogViolation("I4", event.seq, f"turn/end names turn {turn}; {self._where()}")
+        if self.open_step is not None:
+            raise LogViolation(
+                "I5", event.seq, f"turn/end {turn} while step {self.open_step} is open"
+            )
+        if self._repairing and kind != "interrupted":
+            raise LogViolation(
+                "I17", event.seq, f"turn {turn} has repair placeholders but ends {kind!r}"
+            )
+
+        def commit() -> None:
+            self.open_turn = None
+            self._repairing = False
+
+        return commit
+
+    def _on_step_start(self, event: Event) -> Callable[[], None]:
+        turn, step = event.data["turn"], event.data["step"]
+        if self._ended(turn):
+            raise LogViolation("I7", event.seq, f"step/start names turn {turn}, which has ended")
+        if turn != self.open_turn:
+            raise LogViolation("I6", event.seq, f"step/start names turn {turn}; {self._where()}")
+        if self.open_step is not None:
+            raise LogViolation(
+                "I6", event.seq, f"step/start {step} while step {self.open_step} is open"
+            )
+        if step != self._last_step + 1:
+            raise LogViolation(
+                "I6",
+                event.seq,
+                f"step/start {step}; the next step of turn {turn} is {self._last_step + 1}",
+            )
+        if self._repairing:
+            raise LogViolation("I17", event.seq, "step/start after a repair placeholder")
+
+        def commit() -> None:
+            self.open_step = self._last_step = step
+            self._phase = _INPUT
+            self._calls = {}
+            self._open_approvals = {}
+
+        return commit
+
+    def _on_step_end(self, event: Event) -> Callable[[], None]:
+        turn, step = event.data["turn"], event.data["step"]
+        if self._ended(turn):
+            raise LogViolation("I7", event.seq, f"step/end names turn {turn}, which has ended")
+        if turn != self.open_turn or step != self.open_step:
+            raise LogViolation(
+                "I8", event.seq, f"step/end names turn {turn} step {step}; {self._where()}"
+            )
+        missing = self.pending_calls
+        if missing:
+            raise LogViolation(
+                "I16",
+                event.seq,
+                f"step/end with no tool/result for {', '.join(map(repr, missing))}",
+            )
+
+        def commit() -> None:
+            self.open_step = None
+            self._calls = {}
+            self._open_approvals = {}
+
+        return commit
+
+    # -- model side -------------------------------------------------------------------------
+
+    def _on_user_message(self, event: Event) -> None:
+        if self._phase != _INPUT:
+            raise LogViolation("I9", event.seq, "user/message after the step's model output began")
+
+    def _on_assistant_chunk(self, event: Event) -> Callable[[], None]:
+        if self._phase >= _ANSWERED:
+            raise LogViolation(
+                "I9", event.seq, "assistant/chunk after the step's assistant/message"
+            )
+
+        def commit() -> None:
+            self._phase = _STREAMING
+
+        return commit
+
+    def _on_assistant_message(self, event: Event) -> Callable[[], None]:
+        if self._phase >= _ANSWERED:
+            raise LogViolation("I9", event.seq, "a second assistant/message in one step")
+        data = event.data
+        interrupted = data.get("interrupted", False)
+        blocks = [b for b in data["message"]["content"] if b["type"] == "tool-call"]
+        if interrupted and blocks:
+            raise LogViolation(
+                "I9", event.seq, "an interrupted assistant/message must not carry tool-call blocks"
+            )
+        ids: set[str] = set()
+        for block in blocks:
+            cid = block["id"]
+            if cid in self._call_ids or cid in ids:
+                raise LogViolation("I10", event.seq, f"tool-call id {cid!r} is already used")
+            ids.add(cid)
+
+        def commit() -> None:
+            self._phase = _INTERRUPTED if interrupted else _ANSWERED
+            self._call_ids.update(ids)
+            self._calls = {b["id"]: _Call(b["name"], b["arguments"]) for b in blocks}
+
+        return commit
+
+    # -- approvals and tools ----------------------------------------------------------------
+
+    def _on_approval_asked(self, event: Event) -> Callable[[], None]:
+        data = event.data
+        call = self._call(event, "I12")
+        aid = data["id"]
+        if aid in self._approval_ids:
+            raise LogViolation("I12", event.seq, f"approval id {aid!r} is already used")
+        if call.approval is not None:
+            raise LogViolation("I12", event.seq, f"call {data['callId']!r} already has an approval")
+        if call.dispatched or call.resolved:
+            raise LogViolation(
+                "I12",
+                event.seq,
+                f"approval/asked for {data['callId']!r} after its dispatch or result",
+            )
+        if data["toolName"] != call.name:
+            raise LogViolation(
+                "I12",
+                event.seq,
+                f"approval/asked names tool {data['toolName']!r}; the call is {call.name!r}",
+            )
+
+        def commit() -> None:
+            self._approval_ids.add(aid)
+            self._open_approvals[aid] = data["callId"]
+            call.approval = "asked"
+            call.approval_id = aid
+
+        return commit
+
+    def _on_approval_decided(self, event: Event) -> Callable[[], None]:
+        aid = event.data["id"]
+        cid = self._open_approvals.get(aid)
+        if cid is None:
+            raise LogViolation(
+                "I12", event.seq, f"approval/decided {aid!r} answers no open approval/asked"
+            )
+        call = self._calls[cid]
+        if call.resolved:
+            raise LogViolation(
+                "I12", event.seq, f"approval/decided {aid!r} after the call's tool/result"
+            )
+
+        def commit() -> None:
+            del self._open_approvals[aid]
+            call.approval = event.data["outcome"]
+
+        return commit
+
+    def _on_tool_call(self, event: Event) -> Callable[[], None]:
+        data = event.data
+        call = self._call(event, "I11")
+        cid = data["callId"]
+        if call.dispatched:
+            raise LogViolation("I11", event.seq, f"tool/call {cid!r} is dispatched twice")
+        if call.resolved:
+            raise LogViolation("I11", event.seq, f"tool/call {cid!r} after its tool/result")
+        if data["name"] != call.name or data["arguments"] != call.arguments:
+            raise LogViolation(
+                "I11",
+                event.seq,
+                f"tool/call {cid!r} does not repeat its block's name and arguments",
+            )
+        if call.approval is not None and call.approval != "allowed":
+            state = "undecided" if call.approval == "asked" else call.approval
+            raise LogViolation("I12", event.seq, f"tool/call {cid!r} while its approval is {state}")
+
+        def commit() -> None:
+            call.dispatched = True
+
+        return commit
+
+    def _on_tool_spawned(self, event: Event) -> Callable[[], None]:
+        call = self._in_flight(event)
+        if call.spawned:
+            raise LogViolation(
+                "I13", event.seq, f"a second tool/spawned for {event.data['callId']!r}"
+            )
+
+        def commit() -> None:
+            call.spawned = True
+
+        return commit
+
+    def _on_tool_output(self, event: Event) -> None:
+        self._in_flight(event)
+
+    def _in_flight(self, event: Event) -> _Call:
+        call = self._call(event, "I13")
+        if not call.dispatched or call.resolved:
+            when = "before its tool/call" if not call.dispatched else "after its tool/result"
+            raise LogViolation(
+                "I13", event.seq, f"{event.type} for {event.data['callId']!r} {when}"
+            )
+        return call
+
+    def _on_tool_result(self, event: Event) -> Callable[[], None]:
+        data = event.data
+        call = self._call(event, "I14")
+        cid = data["callId"]
+        if call.resolved:
+            raise LogViolation("I14", event.seq, f"a second tool/result for {cid!r}")
+        error = data.get("error")
+        code = None if error is None else error["code"]
+        if code is not None and not data["isError"]:
+            raise LogViolation("I15", event.seq, f"error code {code} with isError false")
+        if call.dispatched and code in NOT_DISPATCHED_CODES:
+            raise LogViolation(
+                "I15", event.seq, f"{code} for {cid!r}, which has its tool/call (use ABORTED)"
+            )
+        if not call.dispatched and code not in NOT_DISPATCHED_CODES:
+            raise LogViolation(
+                "I15",
+                event.seq,
+                f"result for undispatched {cid!r} must carry ABORTED_BEFORE_DISPATCH, DENIED "
+                f"or TOOL_NOT_STARTED, not {code or 'no code'}",
+            )
+        assert code is None or code in DISPATCHED_CODES | NOT_DISPATCHED_CODES
+        placeholder = code in REPAIR_ONLY_CODES
+        if self._repairing and not placeholder:
+            raise LogViolation(
+                "I17", event.seq, f"tool/result for {cid!r} after a repair placeholder"
+            )
+
+        def commit() -> None:
+            call.resolved = True
+            if placeholder:
+                self._repairing = True
+
+        return commit
+
+    # -- inbox ------------------------------------------------------------------------------
+
+    def _on_inbox_spliced(self, event: Event) -> Callable[[], None]:
+        data: Mapping[str, Any] = event.data
+        if "removedCount" in data and "outcome" not in data:  # a claim
+            if self.open_turn is None:
+                raise LogViolation(
+                    "I19", event.seq, "a claim (removal without outcome) outside a turn"
+                )
+            if self.open_step is not None:
+                raise LogViolation(
+                    "I19", event.seq, "a claim while a step is open (claims happen between steps)"
+                )
+            if data["inserted"] or data["start"] != 0:
+                raise LogViolation(
+                    "I19", event.seq, "a claim removes from the head and inserts nothing"
+                )
+            if data["target"] == "next-turn" and data["removedCount"] != 1:
+                raise LogViolation("I19", event.seq, "a claim takes exactly one next-turn item")
+            if self._repairing:
+                raise LogViolation("I17", event.seq, "a claim after a repair placeholder")
+        try:
+            self.inbox.check(data)
+        except SpliceError as exc:
+            raise LogViolation("I18", event.seq, str(exc)) from None
+
+        def commit() -> None:
+            self.inbox.apply(data)
+
+        return commit
+
+
+def check_events(events: Iterable[Event]) -> LogChecker:
+    """Feed every event to a fresh checker and return it (raises on the first violation)."""
+    checker = LogChecker()
+    checker.feed_all(events)
+    return checker

@@ -1,0 +1,157 @@
+"""JSON Lines codec for log format v1 (spec/log.md). Bytes in, values out; no I/O.
+
+orjson is used for both directions: it is strict JSON (no NaN, no Infinity) and the
+benchmark in bench/bench_log.py is why it is here (notes/2026-12-02-orjson.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import attrs
+import orjson
+
+from .errors import HeaderError, LogViolation, UnreadableLineError
+from .events import FORMAT_VERSION, Event, Header
+from .schema import DATA_VALIDATORS, SchemaError, validate_data
+
+_ENVELOPE: Final = ("seq", "time", "type", "data")
+
+
+def encode_header(header: Header) -> bytes:
+    """The first line of a log file, newline included."""
+    return (
+        orjson.dumps(
+            {
+                "type": "session",
+                "version": header.version,
+                "id": header.id,
+                "createdAt": header.created_at,
+            }
+        )
+        + b"\n"
+    )
+
+
+def decode_header(line: bytes) -> Header:
+    """Parse the header line (without its newline). Raises :class:`HeaderError`."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise HeaderError("the header is not JSON") from None
+    if type(obj) is not dict or obj.get("type") != "session":
+        raise HeaderError('not a trio_agent session log (no {"type":"session"} header)')
+    version = obj.get("version")
+    if type(version) is not int:
+        raise HeaderError("header.version must be an integer")
+    if version != FORMAT_VERSION:
+        newer = "newer" if version > FORMAT_VERSION else "older"
+        raise HeaderError(
+            f"written by a {newer} log format (version {version}); "
+            f"this build reads version {FORMAT_VERSION}"
+        )
+    ident = obj.get("id")
+    if type(ident) is not str or not ident:
+        raise HeaderError("header.id must be a non-empty string")
+    created = obj.get("createdAt")
+    if type(created) is not int or created < 0:
+        raise HeaderError("header.createdAt must be an integer >= 0 (ms)")
+    return Header(id=ident, created_at=created)
+
+
+def encode_event(event: Event) -> bytes:
+    """One event line, newline included. Key order is the envelope's: seq, time, type, data."""
+    return (
+        orjson.dumps({"seq": event.seq, "time": event.time, "type": event.type, "data": event.data})
+        + b"\n"
+    )
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The JSON object of an event, for callers that print or embed it."""
+    return {"seq": event.seq, "time": event.time, "type": event.type, "data": event.data}
+
+
+def decode_event(line: bytes | str, line_no: int | None = None) -> Event:
+    """Decode one event line (without its newline).
+
+    Raises :class:`UnreadableLineError` when the line is not JSON at all, and
+    :class:`LogViolation` with rule ``I0`` when it is JSON but not a valid event.
+    """
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise UnreadableLineError(line_no or 0, f"not JSON ({exc.args[0]})") from None
+    # Fast path: a well-formed event checks each envelope field once and touches nothing else.
+    if type(obj) is dict and len(obj) == 4:
+        seq = obj.get("seq")
+        time = obj.get("time")
+        data = obj.get("data")
+        if type(seq) is int and seq >= 0 and type(time) is int and time >= 0:
+            validator = DATA_VALIDATORS.get(obj.get("type"))  # type: ignore[arg-type]
+            if validator is not None and type(data) is dict:
+                try:
+                    validator(data, "data")
+                except SchemaError as exc:
+                    raise LogViolation("I0", seq, str(exc), line_no) from None
+                return Event(seq, time, obj["type"], data)
+    raise _envelope_violation(obj, line_no)
+
+
+def _envelope_violation(obj: Any, line_no: int | None) -> LogViolation:
+    if type(obj) is not dict:
+        return LogViolation("I0", None, "an event must be a JSON object", line_no)
+    seq = obj.get("seq")
+    shown_seq = seq if type(seq) is int else None
+
+    def bad(message: str) -> LogViolation:
+        return LogViolation("I0", shown_seq, message, line_no)
+
+    extra = sorted(set(obj) - set(_ENVELOPE))
+    if extra:
+        return bad(f"unexpected envelope key {extra[0]!r} (an event has seq, time, type, data)")
+    for key in _ENVELOPE:
+        if key not in obj:
+            return bad(f"{key}: missing")
+    if type(seq) is not int or seq < 0:
+        return bad("seq: expected an integer >= 0")
+    time = obj["time"]
+    if type(time) is not int or time < 0:
+        return bad("time: expected an integer >= 0 (ms)")
+    if type(obj["type"]) is not str:
+        return bad("type: expected a string")
+    try:
+        validate_data(obj["type"], obj["data"])
+    except SchemaError as exc:
+        return bad(str(exc))
+    raise AssertionError("unreachable: envelope was valid")  # pragma: no cover
+
+
+@attrs.frozen
+class SplitLog:
+    """A log file cut into its complete lines and a torn tail (spec/log.md §Torn tail)."""
+
+    header: bytes | None
+    #: (1-based line number, line without newline) for every complete line after the header.
+    lines: list[tuple[int, bytes]]
+    #: bytes after the last newline; empty when the file ends with a newline.
+    torn_tail: bytes
+    #: byte offset just past the last complete line (the committed length).
+    committed_bytes: int
+
+
+def split_log(data: bytes) -> SplitLog:
+    """Cut raw file bytes into header, complete lines and torn tail. Never raises."""
+    end = data.rfind(b"\n") + 1
+    torn = data[end:]
+    if end == 0:
+        return SplitLog(None, [], torn, 0)
+    parts = data[: end - 1].split(b"\n")
+    return SplitLog(parts[0], list(enumerate(parts[1:], start=2)), torn, end)
+
+
+def iter_events(split: SplitLog) -> Iterator[tuple[int, Event]]:
+    """Decode the complete event lines in order, yielding ``(line_no, event)``."""
+    for line_no, line in split.lines:
+        yield line_no, decode_event(line, line_no)

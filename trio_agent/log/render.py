@@ -1,0 +1,158 @@
+"""A readable timeline of a log, for ``trio-agent show`` and the demo (pure: events -> lines).
+
+Turns and steps are indented; streamed chunks are folded into one line per run; endings that
+matter for this project (aborted, interrupted, repair placeholders, dropped inbox work, closers
+that are not on disk yet) are marked so they stand out even without colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .events import Event, Header
+from .rules import REPAIR_ONLY_CODES
+from .scan import TornTail
+
+_RED, _YELLOW, _DIM, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[1m", "\x1b[0m"
+
+
+def _clip(text: str, width: int = 60) -> str:
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _quote(text: str, width: int = 60) -> str:
+    return '"' + _clip(text, width) + '"'
+
+
+def describe(event: Event) -> str:
+    """One short line for one event, without indentation (shared with the demo's log pane)."""
+    d: Any = event.data
+    kind = event.type
+    if kind == "turn/start":
+        return f"turn/start {d['turn']}"
+    if kind == "turn/end":
+        reason = d["reason"]
+        text = f"turn/end {d['turn']} {reason['kind'].upper()}"
+        if reason["kind"] == "error":
+            text += f" {reason['error']['code']}: {_clip(reason['error']['message'], 40)}"
+        if reason["kind"] == "interrupted":
+            text += " (written by crash recovery)"
+        return text
+    if kind in ("step/start", "step/end"):
+        return f"{kind} {d['step']}"
+    if kind == "agent/inbox/spliced":
+        return _describe_splice(d)
+    if kind == "user/message":
+        return f"user/message {_quote(d['message']['text'])}"
+    if kind == "assistant/chunk":
+        chunk = d["chunk"]
+        if chunk["type"] == "text-delta":
+            return f"assistant/chunk {_quote(chunk['text'], 40)}"
+        if chunk["type"] == "tool-call":
+            return f"assistant/chunk tool-call {chunk['name']} {chunk['id']}"
+        if chunk["type"] == "finish":
+            return f"assistant/chunk finish {chunk['reason']}"
+        return f"assistant/chunk {chunk['type']}"
+    if kind == "assistant/message":
+        parts = []
+        for block in d["message"]["content"]:
+            if block["type"] == "text":
+                parts.append(_quote(block["text"], 40))
+            else:
+                parts.append(f"→ {block['name']}#{block['id']}")
+        tail = " INTERRUPTED (visible prefix kept)" if d.get("interrupted") else ""
+        return f"assistant/message {' '.join(parts) or '(empty)'}{tail}"
+    if kind == "approval/asked":
+        return f"approval/asked {d['toolName']}#{d['callId']}"
+    if kind == "approval/decided":
+        return f"approval/decided {d['id']} {d['outcome']}"
+    if kind == "tool/call":
+        return f"tool/call {d['name']}#{d['callId']} (dispatched)"
+    if kind == "tool/spawned":
+        return f"tool/spawned {d['callId']} pgid {d['pgid']}"
+    if kind == "tool/output":
+        return f"tool/output {d['callId']} {d['stream']} {_quote(d['text'], 40)}"
+    if kind == "tool/result":
+        error = d.get("error")
+        if error is None:
+            status = "error" if d["isError"] else "ok"
+        else:
+            status = error["code"]
+            if status in REPAIR_ONLY_CODES:
+                status += " (placeholder)"
+        return f"tool/result {d['callId']} {status}: {_clip(d['content'], 40)}"
+    return kind  # pragma: no cover - every v1 type is handled above
+
+
+def _describe_splice(d: Any) -> str:
+    target = d["target"]
+    removed = d.get("removedCount", 0)
+    ids = ", ".join(_quote(m["text"], 24) for m in d["inserted"])
+    if "outcome" in d:
+        what = f"DROPPED {removed} queued from {target}"
+        return what + (f", re-queued {ids}" if ids else " (never ran)")
+    if removed:
+        return f"claim {removed} from {target}"
+    return f"queue {target} {ids}"
+
+
+def _emphasis(event: Event) -> str | None:
+    d: Any = event.data
+    if event.type == "turn/end" and d["reason"]["kind"] in ("aborted", "interrupted", "error"):
+        return _RED
+    if event.type == "agent/inbox/spliced" and "outcome" in d:
+        return _YELLOW
+    if event.type == "tool/result" and d.get("error"):
+        return _YELLOW
+    if event.type == "assistant/message" and d.get("interrupted"):
+        return _YELLOW
+    return None
+
+
+def render_timeline(
+    header: Header,
+    events: Sequence[Event],
+    closers: Sequence[Event] = (),
+    tail: TornTail | None = None,
+    *,
+    color: bool = False,
+) -> Iterator[str]:
+    """Yield the lines of the timeline. ``closers`` are shown as what repair would append."""
+    created = datetime.fromtimestamp(header.created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    yield f"session {header.id}  created {created}  {len(events)} events"
+
+    def paint(text: str, style: str | None) -> str:
+        return f"{style}{text}{_RESET}" if color and style else text
+
+    depth = 0
+    run: list[Event] = []
+
+    def flush_run() -> Iterator[str]:
+        if not run:
+            return
+        text = "".join(e.data["chunk"]["text"] for e in run)
+        span = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
+        yield "  " * depth + f"[{span}] streamed {len(run)} chunk(s) {_quote(text)}"
+        run.clear()
+
+    for synthetic, event in [(False, e) for e in events] + [(True, e) for e in closers]:
+        is_text = event.type == "assistant/chunk" and event.data["chunk"]["type"] == "text-delta"
+        if is_text and not synthetic:
+            run.append(event)
+            continue
+        yield from flush_run()
+        if event.type in ("turn/end", "step/end"):
+            depth = max(0, depth - 1)
+        mark = "+" if synthetic else " "
+        line = "  " * depth + f"[{event.seq}]{mark}{describe(event)}"
+        if synthetic:
+            line += "   <- repair would append (not on disk)"
+        yield paint(line, _emphasis(event) or (_BOLD if synthetic else None))
+        if event.type in ("turn/start", "step/start"):
+            depth += 1
+    yield from flush_run()
+    if tail is not None:
+        yield paint(f"line {tail.line}: torn tail ignored ({tail.size} bytes): {tail.reason}", _DIM)

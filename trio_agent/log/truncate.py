@@ -1,0 +1,98 @@
+"""``truncate_open_turn``: the rejected alternative to repair, kept to show what it costs.
+
+Truncation drops the open tail turn as if it never happened (spec/recovery.md §Truncate). It
+is never a default anywhere in trio_agent; the demo and ``trio-agent truncate`` use it to
+report exactly what completion keeps and truncation would throw away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from .events import Event
+
+
+@attrs.frozen
+class TruncateReport:
+    """What truncating the open turn throws away."""
+
+    #: The events that survive: everything before the open turn's ``turn/start``.
+    kept: Sequence[Event]
+    #: The events thrown away, in log order.
+    dropped: Sequence[Event]
+    #: The open turn's number, or ``None`` when the log is balanced (nothing is dropped).
+    turn: int | None
+    #: Dropped events counted by type.
+    dropped_by_type: dict[str, int]
+    #: Characters of streamed model text (``text-delta`` chunks) thrown away.
+    streamed_chars: int
+    #: UTF-8 bytes of ``tool/output`` thrown away.
+    tool_output_bytes: int
+    #: Calls whose ``tool/call`` was durable: their side effects may have happened, but the
+    #: truncated log no longer says so.
+    dispatched_calls: list[str]
+    #: Calls whose ``tool/result`` was durable and is thrown away.
+    lost_results: list[str]
+    #: Inbox messages the dropped turn had claimed: truncation silently puts them back.
+    reclaimed_messages: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "keptEvents": len(self.kept),
+            "droppedEvents": len(self.dropped),
+            "droppedByType": dict(self.dropped_by_type),
+            "streamedChars": self.streamed_chars,
+            "toolOutputBytes": self.tool_output_bytes,
+            "dispatchedCalls": list(self.dispatched_calls),
+            "lostResults": list(self.lost_results),
+            "reclaimedMessages": self.reclaimed_messages,
+        }
+
+
+def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
+    """Split ``events`` at the open tail turn's ``turn/start`` and account for the tail.
+
+    ``events`` is expected to be a valid log (check it first); a balanced log drops nothing.
+    """
+    start = None
+    for index in range(len(events) - 1, -1, -1):
+        kind = events[index].type
+        if kind == "turn/end":
+            break
+        if kind == "turn/start":
+            start = index
+            break
+    if start is None:
+        return TruncateReport(events, [], None, {}, 0, 0, [], [], 0)
+    dropped = events[start:]
+    streamed = output = reclaimed = 0
+    dispatched: list[str] = []
+    results: list[str] = []
+    for event in dropped:
+        data = event.data
+        if event.type == "assistant/chunk" and data["chunk"]["type"] == "text-delta":
+            streamed += len(data["chunk"]["text"])
+        elif event.type == "tool/output":
+            output += len(data["text"].encode())
+        elif event.type == "tool/call":
+            dispatched.append(data["callId"])
+        elif event.type == "tool/result":
+            results.append(data["callId"])
+        elif event.type == "agent/inbox/spliced" and "outcome" not in data:
+            reclaimed += data.get("removedCount", 0)
+    return TruncateReport(
+        kept=events[:start],
+        dropped=dropped,
+        turn=dropped[0].data["turn"],
+        dropped_by_type=dict(Counter(e.type for e in dropped)),
+        streamed_chars=streamed,
+        tool_output_bytes=output,
+        dispatched_calls=dispatched,
+        lost_results=results,
+        reclaimed_messages=reclaimed,
+    )

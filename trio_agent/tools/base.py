@@ -1,0 +1,82 @@
+"""The tool protocol: what the turn loop hands a tool, and what a tool hands back.
+
+A tool body runs inside the turn's nursery, so it is cancelled by trio's ordinary
+cooperative cancellation when the turn's controller is cancelled (spec/cancel.md, "Tools").
+A body that is cancelled must not return until everything it started has stopped; the
+loop writes ``tool/result{ABORTED}`` only after ``run`` has raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
+
+import attrs
+
+Stream = Literal["stdout", "stderr"]
+
+
+class ControllerView(Protocol):
+    """Read-only view of the turn's controller, passed to every seam (spec/cancel.md §Seams)."""
+
+    @property
+    def cancel_called(self) -> bool: ...
+
+    @property
+    def cause(self) -> object | None: ...
+
+
+@attrs.frozen
+class ToolCall:
+    """One requested call, as the model asked for it (the ``tool-call`` content block)."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@attrs.frozen
+class ToolOutcome:
+    """What a finished body reports; the loop turns it into ``tool/result``."""
+
+    content: str
+    is_error: bool = False
+    #: Only ``TOOL_FAILED`` is meaningful from a tool; the other codes belong to the loop/repair.
+    error_code: str | None = None
+
+
+class ToolContext(Protocol):
+    """Handed to ``Tool.run``. Appends go through the session, outside the turn's cancel scope."""
+
+    @property
+    def turn(self) -> int: ...
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def controller(self) -> ControllerView: ...
+
+    def output(self, stream: Stream, text: str) -> None:
+        """Append one ``tool/output`` event (synchronous, never blocks)."""
+
+    def spawned(self, pgid: int, identity: str) -> None:
+        """Append ``tool/spawned``; called once, right after the process group exists."""
+
+    def abort_detail(self, text: str) -> None:
+        """Record what was observed while stopping (goes into the ``ABORTED`` result's content)."""
+
+
+class Tool(Protocol):
+    """A tool. ``parallel`` tools of one step may run concurrently; others run alone."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parallel(self) -> bool: ...
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome: ...
