@@ -6,6 +6,7 @@ real loop makes; every property is checked against cuts at arbitrary points.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import assume, given, settings
@@ -21,6 +22,7 @@ from trio_agent.log import (
     repair_closers,
     truncate_open_turn,
 )
+from trio_agent.log.schema import DATA_PREDICATES, SchemaError, validate_data
 from trio_agent.testing.loggen import generate_log
 
 logs = st.builds(generate_log, st.integers(0, 2**32), st.integers(1, 6))
@@ -148,3 +150,45 @@ def test_rejected_event_leaves_checker_unchanged(events: list[Event], data: st.D
         assert checker.balanced
     else:
         assume(False)  # the mutation happened to be valid: nothing to learn here
+
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 3), st.sampled_from(["", "x", "text", "tool-call"])
+)
+
+
+@st.composite
+def perturbed_data(draw: st.DrawFn) -> tuple[str, Any]:
+    """Valid event data with one field replaced, removed or added, at any depth."""
+    events = draw(logs)
+    event = draw(st.sampled_from(events))
+    data: Any = json.loads(json.dumps(event.data))
+    node = data
+    while True:
+        keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+        if not keys:
+            break
+        key = draw(st.sampled_from(keys))
+        child = node[key]
+        if isinstance(child, dict | list) and child and draw(st.booleans()):
+            node = child
+            continue
+        action = draw(st.sampled_from(["replace", "delete", "keep"]))
+        if action == "replace":
+            node[key] = draw(json_scalars)
+        elif action == "delete" and isinstance(node, dict):
+            del node[key]
+        break
+    return event.type, data
+
+
+@settings(max_examples=500)
+@given(perturbed_data())
+def test_fast_predicates_agree_with_validators(case: tuple[str, Any]) -> None:
+    type_, data = case
+    try:
+        validate_data(type_, data)
+        explained_valid = True
+    except SchemaError:
+        explained_valid = False
+    assert DATA_PREDICATES[type_](data) == explained_valid

@@ -22,6 +22,7 @@ class LogGenerator:
     def __init__(self, rng: random.Random, *, time0: int = 1_700_000_000_000) -> None:
         self.rng = rng
         self.events: list[Event] = []
+        self.seq = 0
         self.time = time0
         self.turn = 0
         self.queues: dict[str, list[dict[str, str]]] = {"next-turn": [], "next-step": []}
@@ -35,7 +36,13 @@ class LogGenerator:
 
     def emit(self, type_: str, data: dict[str, Any]) -> None:
         self.time += self.rng.randint(0, 40)
-        self.events.append(Event(len(self.events), self.time, type_, data))
+        self.events.append(Event(self.seq, self.time, type_, data))
+        self.seq += 1
+
+    def take(self) -> list[Event]:
+        """Hand over the events generated so far and forget them (for very long logs)."""
+        events, self.events = self.events, []
+        return events
 
     def text(self, words: int) -> str:
         return " ".join(self.rng.choice(_WORDS) for _ in range(words))
