@@ -27,6 +27,24 @@ _ANSWERED: Final = 2  # the step's assistant/message is in
 _INTERRUPTED: Final = 3  # the step's assistant/message was interrupted: only step/end may follow
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values (spec/log.md §Values): ``==``, except that a boolean never equals
+    a number (Python has ``True == 1``). Numbers still compare by value (``2 == 2.0``)."""
+    return bool(a == b) and _no_bool_for_number(a, b)
+
+
+def _no_bool_for_number(a: Any, b: Any) -> bool:
+    # Only called on values that are already ``==``: dicts have the same keys, lists the
+    # same length.
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b)
+    if type(a) is dict:
+        return all(_no_bool_for_number(value, b[key]) for key, value in a.items())
+    if type(a) is list:
+        return all(map(_no_bool_for_number, a, b))
+    return True
+
+
 class _Call:
     """A call requested by the open step's assistant/message."""
 
@@ -350,7 +368,7 @@ class LogChecker:
             raise LogViolation("I11", event.seq, f"tool/call {cid!r} is dispatched twice")
         if call.resolved:
             raise LogViolation("I11", event.seq, f"tool/call {cid!r} after its tool/result")
-        if data["name"] != call.name or data["arguments"] != call.arguments:
+        if data["name"] != call.name or not _same_json(data["arguments"], call.arguments):
             raise LogViolation(
                 "I11",
                 event.seq,

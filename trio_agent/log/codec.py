@@ -89,8 +89,9 @@ def decode_event(line: bytes | str, line_no: int | None = None) -> Event:
         time = obj.get("time")
         type_ = obj.get("type")
         data = obj.get("data")
-        if type(seq) is int and seq >= 0 and type(time) is int and time >= 0:
-            valid = DATA_PREDICATES.get(type_)  # type: ignore[arg-type]
+        # ``type_`` must be a str before the lookup: a JSON array or object is unhashable.
+        if type(seq) is int and seq >= 0 and type(time) is int and time >= 0 and type(type_) is str:
+            valid = DATA_PREDICATES.get(type_)
             if valid is not None and valid(data):
                 return Event(seq, time, type_, data)  # type: ignore[arg-type]
     raise _envelope_violation(obj, line_no)

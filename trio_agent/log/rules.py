@@ -1,8 +1,8 @@
 """The numbered invariants of the log (spec/invariants.md), as data.
 
-Rule ids are stable: ports and vectors refer to them. The order of this table is the order in
-which :class:`~trio_agent.log.checker.LogChecker` reports, most basic first, when one event
-breaks several rules.
+Rule ids are stable: ports and vectors refer to them. When one event breaks several rules the
+checker reports the most basic one: format, then seq, then turn/step structure, then tool and
+inbox rules. The exact per-type order of checks is spelled out in spec/invariants.md.
 """
 
 from __future__ import annotations

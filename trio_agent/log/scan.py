@@ -5,14 +5,16 @@ spec/recovery.md §Torn tail and corruption:
 * a final line without a newline is a torn tail in both modes: reported, never an error;
 * ``strict`` (``trio-agent check``): any other bad line is an error;
 * recovery (``strict=False``; ``repair``, the store's cold open): a bad complete line, or an
-  event breaking a rule, is the start of a torn tail when no later complete line holds a
-  ``turn/end``: nothing after it was ever committed. If a later line does hold one, the
-  damage is inside committed data: corruption, raised as the error found.
+  event breaking a rule, is the start of a torn tail when no complete line from it on is a
+  ``turn/end``: nothing after it was ever committed. If one is (the bad line itself
+  included, e.g. a ``turn/end`` whose seq leaves a gap; well-formed or not), the damage is
+  inside committed data: corruption, raised as the error found.
 """
 
 from __future__ import annotations
 
 import attrs
+import orjson
 
 from .checker import LogChecker
 from .codec import SplitLog, decode_event, decode_header, split_log
@@ -67,7 +69,7 @@ def scan_log(data: bytes, *, strict: bool = True) -> Scan:
         except LogError as exc:
             if isinstance(exc, LogViolation) and exc.line is None:
                 exc.line = line_no
-            if strict or _commits_later(lines, index + 1):
+            if strict or _commits_later(lines, index):
                 raise
             offset = _offset_of(split, index)
             reason = (
@@ -89,15 +91,17 @@ def scan_log(data: bytes, *, strict: bool = True) -> Scan:
 
 
 def _commits_later(lines: list[tuple[int, bytes]], start: int) -> bool:
-    """Whether a complete line from ``start`` on holds a ``turn/end`` (committed data)."""
-    for line_no, line in lines[start:]:
-        if b'"turn/end"' not in line:
+    """Whether a complete line from ``start`` on (the damaged line itself included) is a JSON
+    object of type ``turn/end``, well-formed or not: committed data (spec/recovery.md §Torn
+    tail and corruption; the store's classifier and DSH use the same test)."""
+    for _, line in lines[start:]:
+        if b"turn" not in line:  # cheap filter; "turn\/end" is valid JSON for "turn/end"
             continue
         try:
-            event = decode_event(line, line_no)
-        except LogError:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
             continue
-        if event.type == "turn/end":
+        if type(obj) is dict and obj.get("type") == "turn/end":
             return True
     return False
 
