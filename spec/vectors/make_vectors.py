@@ -1321,6 +1321,7 @@ fold("step-clear-is-a-drop", "Clearing next-step with a canceled splice is a dro
 
 
 def truncate(cid: str, description: str, items: list[Any], report: dict[str, Any], balanced: bool) -> None:
+    report.setdefault("forgottenMessages", 0)  # only the case below queues during the turn
     case(f"truncate/{cid}", description, items,
          {"valid": True, "balanced": balanced, "truncate": report})
 
@@ -1406,6 +1407,19 @@ truncate(
     {"turn": 2, "keptEvents": 4, "droppedEvents": 2, "droppedByType": {"turn/start": 1, "step/start": 1},
      "streamedChars": 0, "toolOutputBytes": 0, "dispatchedCalls": [], "lostResults": [],
      "reclaimedMessages": 0},
+    False,
+)
+truncate(
+    "queued-during-turn-forgotten",
+    "A follow-up queued while the tool ran (and a steer replaced by a cancel) is forgotten: "
+    "forgottenMessages counts the inserted messages of dropped splices, replacement included.",
+    [ins("next-turn", m("m1")), ts(1), claim(), ss(1, 1), user(1, 1, m("m1")),
+     amsg(1, 1, tc("c1")), call(1, 1, "c1"), ins("next-turn", m("m2")), ins("next-step", m("s1"))],
+    {"turn": 1, "keptEvents": 1, "droppedEvents": 8,
+     "droppedByType": {"turn/start": 1, "agent/inbox/spliced": 3, "step/start": 1, "user/message": 1,
+                       "assistant/message": 1, "tool/call": 1},
+     "streamedChars": 0, "toolOutputBytes": 0, "dispatchedCalls": ["c1"], "lostResults": [],
+     "reclaimedMessages": 1, "forgottenMessages": 2},
     False,
 )
 truncate(

@@ -39,6 +39,8 @@ class TruncateReport:
     lost_results: list[str]
     #: Inbox messages the dropped turn had claimed: truncation silently puts them back.
     reclaimed_messages: int
+    #: Messages queued while the dropped turn ran: the truncated log forgets they were sent.
+    forgotten_messages: int
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +53,7 @@ class TruncateReport:
             "dispatchedCalls": list(self.dispatched_calls),
             "lostResults": list(self.lost_results),
             "reclaimedMessages": self.reclaimed_messages,
+            "forgottenMessages": self.forgotten_messages,
         }
 
 
@@ -68,9 +71,9 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
             start = index
             break
     if start is None:
-        return TruncateReport(events, [], None, {}, 0, 0, [], [], 0)
+        return TruncateReport(events, [], None, {}, 0, 0, [], [], 0, 0)
     dropped = events[start:]
-    streamed = output = reclaimed = 0
+    streamed = output = reclaimed = forgotten = 0
     dispatched: list[str] = []
     results: list[str] = []
     for event in dropped:
@@ -83,8 +86,10 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
             dispatched.append(data["callId"])
         elif event.type == "tool/result":
             results.append(data["callId"])
-        elif event.type == "agent/inbox/spliced" and "outcome" not in data:
-            reclaimed += data.get("removedCount", 0)
+        elif event.type == "agent/inbox/spliced":
+            forgotten += len(data["inserted"])
+            if "outcome" not in data:
+                reclaimed += data.get("removedCount", 0)
     return TruncateReport(
         kept=events[:start],
         dropped=dropped,
@@ -95,4 +100,5 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
         dispatched_calls=dispatched,
         lost_results=results,
         reclaimed_messages=reclaimed,
+        forgotten_messages=forgotten,
     )
