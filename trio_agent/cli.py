@@ -2,7 +2,8 @@
 
 File commands run the pure core (:mod:`trio_agent.log`) on a log file. Exit codes:
 0 ok, 1 the log breaks a rule (or ``--balanced`` found an open turn), 2 unreadable input
-(missing file; missing, malformed or foreign header; a complete line that is not JSON).
+(missing file; missing, malformed or foreign header; a complete line that is not JSON);
+``repair --write`` adds 3: refused or failed (the session is live, or the write failed).
 Every problem is one line on stderr, ``FILE:LINE: seq N: I<k>: <what>``; never a traceback.
 """
 
@@ -105,7 +106,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.write:
-        from .store.repair_file import run_repair_file  # the trio layer, only when writing
+        from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         return run_repair_file(args.file, out, err)
     scan = _scan(args.file, strict=False)

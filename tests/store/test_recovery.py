@@ -1,0 +1,343 @@
+"""Cold open: torn tails are cut and closed, corruption is refused with the file untouched."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import trio
+from store_helpers import assert_valid_balanced, sha256
+from store_workload import workload
+
+from trio_agent.log import (
+    STOPPED_DURING_RECOVERY_TEXT,
+    Event,
+    encode_event,
+    event_to_json,
+    repair_closers,
+)
+from trio_agent.store import (
+    JsonlStore,
+    Session,
+    SessionCorrupt,
+    SessionNotFound,
+    UnsupportedFormat,
+    repair_file,
+)
+from trio_agent.store.recovery import scan_log
+
+HEADER = b'{"type":"session","version":1,"id":"s","createdAt":1}\n'
+
+
+def build(turns: int = 3, *, open_tail: bool = True, seed: int = 5) -> tuple[bytes, list[Event]]:
+    """A log of ``turns`` complete turns, then (``open_tail``) a turn stopped mid-tool."""
+    rng = random.Random(seed)
+    s = Session.in_memory("s", clock=lambda: 77)
+    for type_, data, _ in workload(rng, 1, "a", turns):
+        s.append(type_, data)
+    if open_tail:
+        for type_, data, _ in workload(rng, turns + 1, "b", 1, max_steps=3):
+            s.append(type_, data)
+            if type_ == "tool/output":
+                break
+        assert s.open_turn is not None
+    events = list(s.events)
+    return HEADER + b"".join(encode_event(e) for e in events), events
+
+
+def write(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "s" / "session.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def lines_of(data: bytes) -> list[int]:
+    """Offsets where each line starts."""
+    starts = [0]
+    for i, b in enumerate(data):
+        if b == 0x0A and i + 1 < len(data):
+            starts.append(i + 1)
+    return starts
+
+
+async def cold_open(path: Path) -> list[Event]:
+    async with JsonlStore(path.parent.parent, reap_orphans=None) as store:
+        session = await store.open(path.parent.name)
+        events = list(session.events)
+        await session.aclose()
+    return events
+
+
+# -- torn tails ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("open_tail", [True, False])
+async def test_every_cut_inside_the_last_two_lines_is_recovered(
+    tmp_path: Path, open_tail: bool
+) -> None:
+    data, events = build(open_tail=open_tail)
+    starts = lines_of(data)
+    first = starts[-2]
+    for n, cut in enumerate(range(first, len(data) + 1)):
+        piece = data[:cut]
+        path = write(tmp_path / str(n), piece)
+        kept_bytes = piece.rfind(b"\n") + 1
+        kept = events[: len(piece[:kept_bytes].split(b"\n")) - 2]
+        closers = repair_closers(kept)
+        # Most cuts go through repair_file; every 7th through the store's cold open.
+        if n % 7 == 0:
+            got = await cold_open(path)
+        else:
+            report = await repair_file(path, reap_orphans=None)
+            assert report.torn_bytes == cut - kept_bytes and report.closers == closers
+            got = kept + report.closers
+        assert got == kept + closers
+        assert path.read_bytes() == piece[:kept_bytes] + b"".join(encode_event(e) for e in closers)
+        assert_valid_balanced(path)
+
+
+async def test_garbage_and_bad_events_after_the_last_turn_end_are_a_torn_tail(
+    tmp_path: Path,
+) -> None:
+    data, events = build(open_tail=True)
+    last_end = max(i for i, e in enumerate(events) if e.type == "turn/end")
+    starts = lines_of(data)
+    # Break the line two events after the last turn/end; the valid lines after it go too.
+    bad_line = last_end + 3  # index into the file's lines (line 0 is the header)
+    for damage in (b"\x00\x00\x00 not json", b'{"seq":1,"time":0,"type":"turn/start","data":{}}'):
+        broken = data[: starts[bad_line]] + damage + b"\n" + data[starts[bad_line] :]
+        path = write(tmp_path / str(len(damage)), broken)
+        before = sha256(path)
+        inspected = await _inspect(path)
+        assert sha256(path) == before  # inspect changes nothing
+        report = await repair_file(path, reap_orphans=None)
+        kept = events[: bad_line - 1]
+        assert report.dropped_lines == len(events) - len(kept) + 1
+        assert report.damage is not None and f"line {bad_line + 1}" in report.damage
+        assert report.closers == repair_closers(kept)
+        assert assert_valid_balanced(path) == kept + report.closers == inspected
+
+
+async def test_a_seq_gap_after_the_last_turn_end_is_a_torn_tail(tmp_path: Path) -> None:
+    data, events = build(open_tail=True)
+    starts = lines_of(data)
+    last_end = max(i for i, e in enumerate(events) if e.type == "turn/end")
+    gap = last_end + 3  # drop the event at this index
+    path = write(tmp_path, data[: starts[gap + 1]] + data[starts[gap + 2] :])
+    report = await repair_file(path, reap_orphans=None)
+    assert report.damage is not None and "expected seq" in report.damage
+    assert assert_valid_balanced(path)[:gap] == events[:gap]
+
+
+# -- corruption ---------------------------------------------------------------------------------
+
+
+def _damages(data: bytes, events: list[Event]) -> list[tuple[str, bytes, str | None]]:
+    """(name, damaged file, expected rule) — every damage at or before the last turn/end."""
+    starts = lines_of(data)
+    last_end = max(i for i, e in enumerate(events) if e.type == "turn/end")
+    line_of = {i: i + 1 for i in range(len(events))}  # event index -> file line index
+    out: list[tuple[str, bytes, str | None]] = []
+
+    def replace(index: int, new: bytes) -> bytes:
+        li = line_of[index]
+        return data[: starts[li]] + new + data[starts[li + 1] :]
+
+    mid = last_end // 2
+    line = data[starts[line_of[mid]] : starts[line_of[mid] + 1]]
+    out.append(("flipped brace", replace(mid, b"[" + line[1:]), "I0"))
+    out.append(("not json", replace(mid, b"garbage\n"), "I0"))
+    out.append(("seq changed", replace(mid, line.replace(b'"seq":', b'"seq":9', 1)), "I1"))
+    out.append(("line deleted", replace(mid, b""), "I1"))
+    out.append(("unknown type", replace(mid, line.replace(b'"type":"', b'"type":"x', 1)), "I0"))
+    end_line = data[starts[line_of[last_end]] : starts[line_of[last_end] + 1]]
+    wrong_turn = end_line.replace(b'{"turn":', b'{"turn":9', 1)
+    out.append(("the last turn/end itself", replace(last_end, wrong_turn), None))
+    # A single flipped byte anywhere in the first event's envelope.
+    first = data[starts[1] : starts[2]]
+    for k in range(0, 12):
+        flipped = bytearray(first)
+        flipped[k] ^= 0x20
+        out.append((f"flip byte {k}", replace(0, bytes(flipped)), None))
+    return out
+
+
+async def test_damage_before_the_last_turn_end_is_corruption_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    data, events = build(open_tail=True)
+    for n, (name, damaged, rule) in enumerate(_damages(data, events)):
+        path = write(tmp_path / str(n), damaged)
+        before = sha256(path)
+        for attempt in ("open", "repair", "dry", "inspect"):
+            with pytest.raises(SessionCorrupt) as info:
+                if attempt == "open":
+                    await cold_open(path)
+                elif attempt == "repair":
+                    await repair_file(path, reap_orphans=None)
+                elif attempt == "dry":
+                    await repair_file(path, write=False)
+                else:
+                    await _inspect(path)
+            message = str(info.value)
+            assert "\n" not in message and str(path) in message and "not modified" in message, name
+            assert info.value.line is not None and info.value.line >= 2, name
+            if rule is not None:
+                assert info.value.rule == rule, (name, message)
+            assert sha256(path) == before, (name, attempt)
+
+
+async def _inspect(path: Path) -> list[Event]:
+    async with JsonlStore(path.parent.parent, reap_orphans=None) as store:
+        return await store.inspect(path.parent.name)
+
+
+# -- headers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "words"),
+    [
+        (b'{"type":"session","version":2,"id":"s","createdAt":1}\n', "newer"),
+        (b'{"type":"session","version":0,"id":"s","createdAt":1}\n', "older"),
+        (b'{"type":"other"}\n', "not a trio_agent session log"),
+        (b"nope\n", "not JSON"),
+        (b"", "empty"),
+        (b'{"type":"session","vers', "incomplete"),
+    ],
+)
+async def test_foreign_headers_are_refused_unchanged(
+    tmp_path: Path, header: bytes, words: str
+) -> None:
+    body = b"" if not header.endswith(b"\n") else build(1)[0][len(HEADER) :]
+    path = write(tmp_path, header + body)
+    before = sha256(path)
+    with pytest.raises(UnsupportedFormat, match=words):
+        await cold_open(path)
+    with pytest.raises(UnsupportedFormat, match=words):
+        await repair_file(path)
+    assert sha256(path) == before
+
+
+async def test_header_naming_another_session_is_refused(tmp_path: Path) -> None:
+    data, _ = build(1)
+    path = write(tmp_path, data.replace(b'"id":"s"', b'"id":"other"', 1))
+    with pytest.raises(SessionCorrupt, match="names session 'other'"):
+        await cold_open(path)
+    report = await repair_file(path, reap_orphans=None)  # a bare file has no expected id
+    assert report.session_id == "other"
+
+
+async def test_repair_file_reports_and_dry_run_changes_nothing(tmp_path: Path) -> None:
+    data, events = build(open_tail=True)
+    path = write(tmp_path, data + b'{"seq":')
+    before = sha256(path)
+    dry = await repair_file(path, write=False)
+    assert sha256(path) == before and not dry.written
+    assert dry.torn_bytes == 7 and dry.closers == repair_closers(events)
+    assert dry.events == len(events) + len(dry.closers)
+    report = await repair_file(path, reap_orphans=None)
+    assert report.written and report.closers == dry.closers and report.torn_bytes == 7
+    assert report.to_json()["closers"][-1]["data"]["reason"] == {"kind": "interrupted"}
+    again = await repair_file(path, reap_orphans=None)
+    assert not again.changed and again.closers == []
+    with pytest.raises(SessionNotFound):
+        await repair_file(tmp_path / "missing.jsonl")
+
+
+def test_scan_log_is_pure() -> None:
+    data, events = build(open_tail=True)
+    scan = scan_log(data + b"xx", "mem")
+    assert scan.events == events and scan.torn and scan.dropped_bytes == 2
+    assert scan.keep == len(data) and scan.checker.open_turn is not None
+
+
+# -- orphaned process groups --------------------------------------------------------------------
+
+
+def _spawned_log(tmp_path: Path, pgid: int, identity: str) -> tuple[Path, str]:
+    s = Session.in_memory("s", clock=lambda: 5)
+    s.append("turn/start", {"turn": 1})
+    s.append("step/start", {"turn": 1, "step": 1})
+    block = {"type": "tool-call", "id": "c1", "name": "shell", "arguments": {"cmd": "sleep"}}
+    block2 = {"type": "tool-call", "id": "c2", "name": "shell", "arguments": {}}
+    message = {"id": "m", "content": [block, block2]}
+    s.append("assistant/message", {"turn": 1, "step": 1, "message": message})
+    call = {"turn": 1, "step": 1, "callId": "c1", "name": "shell", "arguments": {"cmd": "sleep"}}
+    s.append("tool/call", call)
+    spawned = {"turn": 1, "step": 1, "callId": "c1", "pgid": pgid, "identity": identity}
+    s.append("tool/spawned", spawned)
+    data = HEADER + b"".join(encode_event(e) for e in s.events)
+    return write(tmp_path, data), "c1"
+
+
+async def test_the_reaper_hook_gets_the_orphans_and_its_answer_reaches_the_placeholder(
+    tmp_path: Path,
+) -> None:
+    _path, cid = _spawned_log(tmp_path, 4242, "boot:99")
+    seen: list[object] = []
+
+    async def reaper(orphans: list[tuple[str, int, str]]) -> dict[str, str]:
+        seen.append(orphans)
+        return {cid: "stopped it"}
+
+    async with JsonlStore(tmp_path, reap_orphans=None) as store:
+        session = await store.open("s", reap_orphans=reaper)
+        results = {e.data["callId"]: e for e in session.events if e.type == "tool/result"}
+    assert seen == [[("c1", 4242, "boot:99")]]
+    assert results["c1"].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    assert results["c1"].data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+    assert results["c2"].data["error"]["code"] == "TOOL_NOT_STARTED"
+
+
+async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:
+    from trio_agent.tools import procgroup
+    proc = await trio.lowlevel.open_process(["sleep", "60"], start_new_session=True)
+    try:
+        identity = procgroup.process_identity(proc.pid)
+        assert identity is not None
+        _path, _ = _spawned_log(tmp_path, proc.pid, identity)
+        async with JsonlStore(tmp_path) as store:  # default reaper
+            session = await store.open("s")
+            result = next(e for e in session.events if e.type == "tool/result")
+        assert result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+        with trio.fail_after(10):
+            await proc.wait()
+        assert proc.returncode is not None and proc.returncode < 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+# -- the spec's torn/ vectors -------------------------------------------------------------------
+
+VECTORS = sorted((Path(__file__).resolve().parents[2] / "spec" / "vectors").rglob("*.json"))
+STORE_VECTORS = [p for p in VECTORS if '"store"' in p.read_text()]
+
+
+@pytest.mark.parametrize("vector", STORE_VECTORS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+async def test_store_classification_matches_the_vectors(tmp_path: Path, vector: Path) -> None:
+    case = json.loads(vector.read_text())
+    data = b"".join(line.encode() + b"\n" for line in case["log"])
+    data += case.get("torn", "").encode()
+    want = case["expect"]["store"]
+    path = write(tmp_path, data)
+    before = sha256(path)
+    if want["damage"] == "corruption":
+        with pytest.raises(SessionCorrupt) as info:
+            await repair_file(path, reap_orphans=None)
+        assert info.value.line == want["line"]
+        assert sha256(path) == before
+        return
+    report = await repair_file(path, reap_orphans=None)
+    assert [event_to_json(e) for e in report.closers] == want["closers"]
+    assert report.events == want["kept_events"] + len(want["closers"])
+    if want["damage"] == "none":
+        assert report.torn_bytes == 0 and report.damage is None
+    else:
+        assert report.torn_bytes > 0 and f"line {want['line']}:" in (report.damage or "")
+    assert_valid_balanced(path)

@@ -1,0 +1,351 @@
+"""The write-behind writer: fixed window, flush barrier, faults, retries, memory bound.
+
+Time is trio's MockClock (virtual, moved by hand); file operations are real, with faults
+injected through the FileOps seam. Nothing asserts on wall-clock durations.
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from store_helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_log
+
+from trio_agent.log import encode_event
+from trio_agent.store import (
+    JsonlStore,
+    PendingLimitExceeded,
+    Session,
+    SessionClosed,
+    WriteFailed,
+)
+from trio_agent.store.writer import Writer
+
+
+async def eventually(predicate: Callable[[], bool]) -> None:
+    """Wait (in real time, through a worker thread) until ``predicate()`` holds."""
+    for _ in range(5000):
+        if predicate():
+            return
+        await trio.to_thread.run_sync(time.sleep, 0.001)
+    raise AssertionError("condition never became true")
+
+
+def writer_of(session: Session) -> Writer:
+    sink = session._sink
+    assert isinstance(sink, Writer)
+    return sink
+
+
+def turn(session: Session, n: int) -> None:
+    """A small complete turn."""
+    session.append("turn/start", {"turn": n})
+    session.append("step/start", {"turn": n, "step": 1})
+    for i in range(3):
+        chunk = {"type": "text-delta", "text": f"t{n}.{i}"}
+        session.append("assistant/chunk", {"turn": n, "step": 1, "chunk": chunk})
+    session.append("step/end", {"turn": n, "step": 1})
+    session.append("turn/end", {"turn": n, "reason": {"kind": "completed"}})
+
+
+def on_disk(path: Path) -> list[Any]:
+    _, events, torn, _ = read_log(path)
+    assert torn == b""
+    return events
+
+
+class BlockingOps(FaultyOps):
+    """Holds ``fsync`` until the test releases it, to act while a batch is in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = threading.Event()
+        self.held = threading.Event()
+        self.hold.set()
+
+    def fsync(self, fd: int) -> None:
+        if not self.hold.is_set():
+            self.held.set()
+            self.hold.wait(10)
+        super().fsync(fd)
+
+
+# -- the window ---------------------------------------------------------------------------------
+
+
+async def test_fixed_window_from_the_first_event(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=0.020, reap_orphans=None) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        base = ops.calls["fsync"]
+        s.append("turn/start", {"turn": 1})
+        mock_clock.jump(0.010)
+        s.append("step/start", {"turn": 1, "step": 1})  # joins; does not extend the window
+        mock_clock.jump(0.009)
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 0 and ops.calls["fsync"] == base
+        mock_clock.jump(0.001)  # 20 ms after the first event
+        await eventually(lambda: w.batches == 1)
+        assert ops.calls["fsync"] == base + 1 and w.pending_events == 0
+        assert len(on_disk(store.path_of("s"))) == 2
+        # Quiet again: new work gets a window of its own.
+        mock_clock.jump(5)
+        s.append("step/end", {"turn": 1, "step": 1})
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 1
+        mock_clock.jump(0.020)
+        await eventually(lambda: w.batches == 2)
+
+
+async def test_events_during_a_write_form_the_next_batch(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = BlockingOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=0.020, reap_orphans=None) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        ops.hold.clear()
+        s.append("turn/start", {"turn": 1})
+        mock_clock.jump(0.020)
+        await trio.to_thread.run_sync(ops.held.wait, 10)  # batch 1 is being synced
+        s.append("step/start", {"turn": 1, "step": 1})
+        s.append("step/end", {"turn": 1, "step": 1})
+        ops.hold.set()
+        await eventually(lambda: w.batches == 1)
+        assert w.pending_events == 2
+        mock_clock.jump(0.020)
+        await eventually(lambda: w.batches == 2)
+        assert [e.seq for e in on_disk(store.path_of("s"))] == [0, 1, 2]
+
+
+# -- flush --------------------------------------------------------------------------------------
+
+
+async def test_flush_writes_now_and_includes_events_appended_while_it_waits(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = BlockingOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        ops.hold.clear()
+        s.append("turn/start", {"turn": 1})
+        done = trio.Event()
+
+        async def flusher() -> None:
+            await s.flush()
+            done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(flusher)
+            nursery.start_soon(flusher)  # concurrent flushes share the work
+            await trio.to_thread.run_sync(ops.held.wait, 10)
+            s.append("step/start", {"turn": 1, "step": 1})  # arrives during the flush
+            ops.hold.set()
+        assert done.is_set() and w.pending_events == 0 and w.batches == 2
+        assert len(on_disk(store.path_of("s"))) == 2
+        await s.flush()  # nothing pending: returns at once
+        assert w.batches == 2
+
+
+async def test_flush_durable_bytes_are_the_session_events(tmp_path: Path) -> None:
+    async with JsonlStore(tmp_path, reap_orphans=None) as store:
+        s = await store.create("s")
+        for n in range(1, 6):
+            turn(s, n)
+        await s.flush()
+        raw = store.path_of("s").read_bytes()
+        assert raw.split(b"\n", 1)[1] == b"".join(encode_event(e) for e in s.events)
+
+
+# -- faults -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["write", "fsync"])
+@pytest.mark.parametrize("code", [ENOSPC, EIO])
+async def test_write_fault_then_retry(tmp_path: Path, op: str, code: int) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        path = store.path_of("s")
+        turn(s, 1)
+        await s.flush()
+        good = path.stat().st_size
+        turn(s, 2)
+        ops.fail[op] = [code]
+        with pytest.raises(WriteFailed) as info:
+            await s.flush()
+        assert isinstance(info.value, OSError) and info.value.errno == code
+        assert "'s'" in str(info.value) and "queued" in str(info.value)
+        assert w.pending_events == 7 and w.durable_length == good
+        if op == "fsync":  # the bytes reached the file but are not known durable
+            assert path.stat().st_size > good
+        turn(s, 3)
+        await s.flush()  # cuts back to the durable length, then writes everything once
+        assert w.pending_events == 0
+        assert on_disk(path) == list(s.events)
+        assert [e.seq for e in on_disk(path)] == list(range(21))
+    assert_valid_balanced(path)
+
+
+async def test_short_writes_then_failure_leave_no_partial_line(tmp_path: Path) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
+        s = await store.create("s")
+        path = store.path_of("s")
+        await s.flush()
+        good = path.stat().st_size
+        ops.short = 7
+        turn(s, 1)
+        ops.fail["write"] = [None, None, None, ENOSPC]  # three short writes land, then ENOSPC
+        with pytest.raises(WriteFailed):
+            await s.flush()
+        assert path.stat().st_size == good + 21  # a partial line sits on disk...
+        ops.fail["truncate"] = [EIO]  # ...and even cutting it back fails once
+        with pytest.raises(WriteFailed):
+            await s.flush()
+        ops.short = None
+        await s.flush()
+        assert on_disk(path) == list(s.events)
+
+
+async def test_background_failure_is_retried_without_a_flush(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=0.020, reap_orphans=None) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        ops.fail["fsync"] = [EIO, EIO]
+        turn(s, 1)
+        mock_clock.jump(0.020)
+        await eventually(lambda: ops.calls["fsync"] >= 2)  # header + failed batch
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 0 and w.pending_events == 7
+        for _ in range(5000):  # let virtual time pass until the retries (20 ms, 40 ms) are done
+            if w.batches:
+                break
+            mock_clock.jump(0.050)
+            await trio.to_thread.run_sync(time.sleep, 0.001)
+        assert w.batches == 1 and ops.calls["fsync"] == 4  # header, two failures, success
+        assert on_disk(store.path_of("s")) == list(s.events)
+        await s.flush()
+
+
+async def test_background_failure_overlapping_a_flush_is_retried_inside_it(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = BlockingOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=0.020, reap_orphans=None) as store:
+        s = await store.create("s")
+        ops.hold.clear()
+        ops.fail["fsync"] = [EIO]
+        turn(s, 1)
+        mock_clock.jump(0.020)
+        await trio.to_thread.run_sync(ops.held.wait, 10)  # background batch in flight
+
+        async def release() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            ops.hold.set()  # the background batch now fails with EIO
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(release)
+            await s.flush()  # began before the failure: retries it and succeeds
+        assert on_disk(store.path_of("s")) == list(s.events)
+
+
+async def test_close_with_a_failing_disk_raises_releases_and_leaves_a_valid_prefix(
+    tmp_path: Path,
+) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
+        s = await store.create("s")
+        turn(s, 1)
+        await s.flush()
+        s.append("turn/start", {"turn": 2})
+        ops.fail["write"] = [ENOSPC]
+        with pytest.raises(WriteFailed):
+            await s.aclose()
+        assert s.closed
+        with pytest.raises(SessionClosed):
+            await s.flush()
+        again = await store.open("s")  # the lock is free: a cold open of the durable prefix
+        assert list(again.events) == list(s.events)[:7]
+
+
+# -- memory bound -------------------------------------------------------------------------------
+
+
+async def test_soft_limit_writes_without_waiting_for_the_window(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    async with JsonlStore(
+        tmp_path, window=60.0, soft_limit=300, hard_limit=100_000, reap_orphans=None
+    ) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        turn(s, 1)  # ~500 bytes: past the soft limit
+        await eventually(lambda: w.batches >= 1)
+        await s.wait_writable()
+        assert w.pending_bytes < 300
+
+
+async def test_hard_limit_refuses_streaming_but_admits_closing_events(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    ops = FaultyOps()
+    async with JsonlStore(
+        tmp_path, file_ops=ops, window=60.0, soft_limit=200, hard_limit=1000, reap_orphans=None
+    ) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        ops.fail["write"] = [ENOSPC] * 1000  # the disk is gone
+        s.append("turn/start", {"turn": 1})
+        s.append("step/start", {"turn": 1, "step": 1})
+        chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "x" * 40}}
+        for _ in range(3):
+            s.append("assistant/chunk", chunk)
+        assert w.pending_bytes > 200
+        with pytest.raises(WriteFailed):  # past the soft limit: wait_writable tries, and fails
+            await s.wait_writable()
+        with pytest.raises(PendingLimitExceeded, match="refused") as info:
+            for _ in range(100):
+                s.append("assistant/chunk", chunk)
+        assert info.value.limit == 1000
+        refused_at = len(s.events)
+        assert w.pending_bytes <= 1000 and refused_at < 100
+        # Nothing was recorded for the refused event, and the turn can still be closed.
+        msg = {"id": "a", "content": []}
+        s.append("assistant/message", {"turn": 1, "step": 1, "message": msg, "interrupted": True})
+        s.append("step/end", {"turn": 1, "step": 1})
+        s.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": {
+            "code": "STORE", "message": "disk full"}}})
+        with pytest.raises(PendingLimitExceeded):
+            s.append("turn/start", {"turn": 2})
+        ops.fail["write"] = []  # the disk is back
+        await s.flush()
+        assert on_disk(store.path_of("s")) == list(s.events)
+
+
+def test_writer_parameters_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="window"):
+        JsonlStore(tmp_path, window=-1)
+    with pytest.raises(ValueError, match="soft_limit"):
+        JsonlStore(tmp_path, soft_limit=10, hard_limit=5)
+
+
+async def test_error_codes_are_preserved() -> None:
+    exc = WriteFailed("s", OSError(errno.ENOSPC, "No space left on device"), 3)
+    assert exc.errno == errno.ENOSPC and str(exc).startswith("session 's': write failed")
+    await trio.lowlevel.checkpoint()

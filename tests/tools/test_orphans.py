@@ -1,0 +1,182 @@
+"""Cold-recovery reaping of groups left by a killed runtime (spec/tools.md §9).
+
+The runtime is a real Python process running ``run_group``; it is killed with SIGKILL, and
+the group it leaves behind is found and stopped (or, when it cannot be proven ours, left
+alone) by ``reap_orphan_group``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from tools_testlib import PONG_CHILD, LineReader, alive, ping, ppid, until, wait_gone, wait_members
+
+import trio_agent.tools.procgroup as procgroup
+from trio_agent.tools.procgroup import (
+    group_members,
+    parse_identity,
+    process_identity,
+    reap_orphan_group,
+)
+
+REPO_ROOT = Path(procgroup.__file__).resolve().parents[2]
+
+#: A stand-in for the agent runtime: runs a tool through run_group and reports the group
+#: the way ``tool/spawned`` would record it.
+RUNTIME = """
+import sys
+import trio
+from trio_agent.tools.procgroup import run_group
+
+def spawned(pgid, identity):
+    print(pgid, identity, flush=True)
+
+async def main():
+    await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
+
+trio.run(main)
+"""
+
+
+async def _runtime_killed_mid_tool(script: str) -> tuple[int, str]:
+    """Start RUNTIME running ``script``, SIGKILL it, return the orphaned (pgid, identity)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    runtime = await trio.lowlevel.open_process(
+        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=env
+    )
+    assert runtime.stdout is not None
+    try:
+        pgid_text, identity = (await LineReader(runtime.stdout).line()).split()
+        pgid = int(pgid_text)
+        await wait_members(pgid, 3)
+    finally:
+        os.kill(runtime.pid, signal.SIGKILL)
+        assert await runtime.wait() == -signal.SIGKILL
+        await runtime.stdout.aclose()
+    # The runtime is dead; the group it started lives on, now parented elsewhere.
+    assert len(group_members(pgid)) == 3
+    assert ppid(pgid) != runtime.pid
+    assert process_identity(pgid) == identity
+    return pgid, identity
+
+
+async def test_kill_9_leaves_the_group_and_recovery_stops_it() -> None:
+    pgid, identity = await _runtime_killed_mid_tool("sleep 100 & sleep 100 & wait")
+    outcome = await reap_orphan_group(pgid, identity, grace=10)
+    assert outcome.status == "stopped" and len(outcome.members) == 3
+    assert outcome.report is not None
+    assert outcome.report.term_sent and not outcome.report.kill_needed
+    assert group_members(pgid) == []
+
+
+async def test_recovery_kills_an_orphan_that_ignores_sigterm() -> None:
+    pgid, identity = await _runtime_killed_mid_tool("trap '' TERM; sleep 100 & sleep 100 & wait")
+    outcome = await reap_orphan_group(pgid, identity, grace=0.1)
+    assert outcome.status == "stopped"
+    assert outcome.report is not None and outcome.report.kill_needed
+    assert group_members(pgid) == []
+
+
+async def test_recorded_identity_that_does_not_match_is_left_alone() -> None:
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", PONG_CHILD], start_new_session=True, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    reader = LineReader(proc.stdout)
+    try:
+        assert await reader.line() == "ready"
+        identity = process_identity(proc.pid)
+        assert identity is not None
+        boot, start = parse_identity(identity)
+        # Same pid, different start time: what pid reuse looks like.
+        outcome = await reap_orphan_group(proc.pid, f"{boot}:{start + 1}", grace=0.1)
+        assert outcome.status == "identity-mismatch" and outcome.report is None
+        await ping(proc.pid, reader)  # alive, and no SIGTERM/SIGKILL was ever delivered
+    finally:
+        proc.kill()
+        await proc.wait()
+        await proc.stdout.aclose()
+
+
+async def test_leaderless_members_are_reported_not_signalled() -> None:
+    # The leader starts a background child and exits; we reap it, so only the child is left
+    # carrying the pgid, with nothing to verify it against.
+    leader = await trio.lowlevel.open_process(
+        ["bash", "-c", f'{sys.executable} -c "$0" & echo "child $!"', PONG_CHILD],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+    )
+    assert leader.stdout is not None
+    identity = process_identity(leader.pid)
+    assert identity is not None
+    reader = LineReader(leader.stdout)
+    lines = {await reader.line(), await reader.line()}
+    (child_line,) = lines - {"ready"}
+    child = int(child_line.removeprefix("child "))
+    assert await leader.wait() == 0
+    try:
+        outcome = await reap_orphan_group(leader.pid, identity, grace=0.1)
+        assert outcome.status == "unverified" and outcome.members == (child,)
+        assert outcome.report is None
+        await ping(child, reader)
+
+        # A record from another boot cannot describe anything alive now.
+        _, start = parse_identity(identity)
+        other_boot = "00000000-0000-0000-0000-000000000000"
+        outcome = await reap_orphan_group(leader.pid, f"{other_boot}:{start}", grace=0.1)
+        assert outcome.status == "gone"
+        await ping(child, reader)
+    finally:
+        # The child is no longer ours to wait() for; watch /proc until it is gone.
+        os.kill(child, signal.SIGKILL)
+        await wait_gone(child)
+        await leader.stdout.aclose()
+
+
+async def test_zombie_leader_with_matching_identity_is_ours() -> None:
+    leader = await trio.lowlevel.open_process(
+        ["bash", "-c", "sleep 100 & exit 0"], start_new_session=True
+    )
+    identity = process_identity(leader.pid)
+    await until(lambda: not alive(leader.pid))  # exited, not yet reaped
+    assert process_identity(leader.pid) == identity
+    await wait_members(leader.pid, 1)
+    outcome = await reap_orphan_group(leader.pid, identity or "", grace=10)
+    assert outcome.status == "stopped" and len(outcome.members) == 1
+    assert group_members(leader.pid) == []
+    assert await leader.wait() == 0
+
+
+async def test_nothing_alive_is_gone() -> None:
+    leader = await trio.lowlevel.open_process(["true"], start_new_session=True)
+    identity = process_identity(leader.pid)
+    assert identity is not None
+    await leader.wait()
+    outcome = await reap_orphan_group(leader.pid, identity, grace=0.1)
+    assert outcome.status == "gone" and outcome.members == ()
+
+
+async def test_bad_records_are_rejected() -> None:
+    identity = process_identity(os.getpid())
+    assert identity is not None
+    for pgid in (0, -5):
+        with pytest.raises(ValueError, match="not a process group id"):
+            await reap_orphan_group(pgid, identity, grace=0.1)
+    # Valid ids that are never a tool's group are simply not ours: nothing is signalled.
+    boot, start = parse_identity(identity)
+    for pgid in (1, os.getpgrp()):
+        outcome = await reap_orphan_group(pgid, f"{boot}:{start + 1}", grace=0.1)
+        assert outcome.status in ("identity-mismatch", "unverified")
+    # Even a forged record naming this runtime's own group is refused before any signal.
+    own = process_identity(os.getpgrp())
+    if own is not None:
+        with pytest.raises(ValueError, match="runtime's own"):
+            await reap_orphan_group(os.getpgrp(), own, grace=0.1)
+    with pytest.raises(ValueError, match="malformed process identity"):
+        await reap_orphan_group(os.getpid(), "garbage", grace=0.1)

@@ -1,0 +1,265 @@
+"""run_group on real process trees (spec/tools.md §2, §4–§8).
+
+Every check is about /proc state, exit statuses and bytes observed; the ``fail_after`` bounds
+inside the helpers only turn a hang into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from tools_testlib import HANG_GUARD, Recorder, pgid_and_sid, ppid, until
+
+from trio_agent.tools.procgroup import (
+    GroupResult,
+    boot_id,
+    group_members,
+    parse_identity,
+    process_identity,
+    run_group,
+)
+
+
+async def _run(argv: list[str], rec: Recorder, **kwargs: Any) -> GroupResult:
+    with trio.fail_after(HANG_GUARD):
+        return await run_group(argv, **rec.callbacks(), **kwargs)
+
+
+async def _cancel_when(
+    argv: list[str], ready: Callable[[Recorder], bool], **kwargs: Any
+) -> tuple[Recorder, GroupResult]:
+    """Start ``argv``, cancel its scope once ``ready`` holds; return what on_abort got."""
+    rec = Recorder()
+    scope = trio.CancelScope()
+
+    async def runner() -> None:
+        with scope:
+            await run_group(argv, **rec.callbacks(), **kwargs)
+
+    with trio.fail_after(HANG_GUARD):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner)
+            await until(lambda: len(rec.spawns) == 1 and ready(rec))
+            scope.cancel()
+    assert scope.cancelled_caught, "run_group returned instead of raising Cancelled"
+    assert len(rec.aborts) == 1
+    # The guarantee under test: once the cancelled call is over, the whole group is gone.
+    assert group_members(rec.pgid) == []
+    return rec, rec.aborts[0]
+
+
+def _members_at_least(n: int) -> Callable[[Recorder], bool]:
+    return lambda rec: len(group_members(rec.pgid)) >= n
+
+
+def _printed(marker: str) -> Callable[[Recorder], bool]:
+    return lambda rec: marker in rec.text()
+
+
+# ---------------------------------------------------------------------------- cancel
+
+
+async def test_cancel_stops_two_background_sleeps() -> None:
+    _, res = await _cancel_when(
+        ["bash", "-c", "sleep 100 & sleep 100 & wait"], _members_at_least(3)
+    )
+    assert res.term_sent and not res.kill_needed
+    assert res.exit_signal == signal.SIGTERM and res.exit_code is None
+    assert len(res.members_seen) == 3 and res.survivors == () and res.stray_members == ()
+
+
+async def test_cancel_stops_nested_shells() -> None:
+    script = 'bash -c "sleep 100 & bash -c \\"sleep 100\\" & wait" & bash -c "sleep 100" & wait'
+    # Five processes: two shells and three sleeps (bash execs a lone last command in place).
+    _, res = await _cancel_when(["bash", "-c", script], _members_at_least(5))
+    assert len(res.members_seen) == 5 and not res.kill_needed
+
+
+async def test_cancel_of_a_term_trapping_tree_needs_sigkill() -> None:
+    # The trap runs (and prints) but the loop carries on, so only SIGKILL ends it. The output
+    # it writes while being stopped is still streamed.
+    script = "trap 'echo got-term' TERM; echo ready; while :; do sleep 0.05; done"
+    rec, res = await _cancel_when(["bash", "-c", script], _printed("ready"), grace=0.3)
+    assert res.term_sent and res.kill_needed
+    assert res.exit_signal == signal.SIGKILL
+    assert "got-term" in rec.text()
+
+
+async def test_cancel_reaches_a_double_forked_member_of_the_group() -> None:
+    # ( sleep & ) double-forks: the subshell exits at once, so the sleep is reparented away
+    # from the leader, but it stays in the group. (bash then execs the last sleep in place.)
+    script = "( sleep 100 & ) ; echo forked; sleep 100"
+    parents: list[int | None] = []
+
+    def started(rec: Recorder) -> bool:
+        members = group_members(rec.pgid)
+        parents[:] = [ppid(p) for p in members if p != rec.pgid]
+        return "forked" in rec.text() and len(members) == 2
+
+    _, res = await _cancel_when(["bash", "-c", script], started)
+    assert len(parents) == 1 and parents[0] != res.pgid  # not the leader's child any more
+    assert len(res.members_seen) == 2 and not res.kill_needed
+
+
+async def test_no_zombie_work_after_cancel(tmp_path: Path) -> None:
+    log = tmp_path / "appends"
+    script = f"(while :; do echo bg >> {log}; done) & while :; do echo fg >> {log}; done"
+    await _cancel_when(
+        ["bash", "-c", script],
+        lambda rec: log.exists() and b"bg" in log.read_bytes() and b"fg" in log.read_bytes(),
+    )
+    size = log.stat().st_size
+    for _ in range(5):
+        await trio.sleep(0.02)
+        assert log.stat().st_size == size  # nothing of the tool is still writing
+
+
+async def test_cancel_before_spawn_starts_nothing() -> None:
+    rec = Recorder()
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await run_group(["sleep", "100"], **rec.callbacks())
+    assert scope.cancelled_caught and rec.spawns == [] and rec.aborts == []
+
+
+async def test_failing_callback_stops_the_group_and_propagates() -> None:
+    rec = Recorder()
+
+    def explode(stream: str, text: str) -> None:
+        raise RuntimeError("sink failed")
+
+    cbs = {**rec.callbacks(), "on_output": explode}
+    with pytest.raises(BaseExceptionGroup) as info, trio.fail_after(HANG_GUARD):
+        await run_group(["bash", "-c", "sleep 100 & echo hi; wait"], **cbs)
+    assert info.group_contains(RuntimeError, match="sink failed")
+    assert len(rec.aborts) == 1
+    assert group_members(rec.pgid) == []
+
+
+# ---------------------------------------------------------------------------- normal exit
+
+
+async def test_spawned_reports_a_new_session_leader_and_its_identity() -> None:
+    rec = Recorder()
+    seen: list[tuple[int, int, str | None]] = []
+
+    def spawned(pgid: int, identity: str) -> None:
+        rec.spawned(pgid, identity)
+        seen.append((*pgid_and_sid(pgid), process_identity(pgid)))
+
+    with trio.fail_after(HANG_GUARD):
+        res = await run_group(
+            ["sleep", "0.01"], on_spawned=spawned, on_output=rec.output, on_abort=rec.on_abort
+        )
+    pgid, identity = rec.spawns[0]
+    assert seen == [(pgid, pgid, identity)]  # its own group and session; identity matches /proc
+    assert parse_identity(identity)[0] == boot_id()
+    assert pgid != os.getpgrp()
+    assert res.pgid == pgid and res.identity == identity
+    assert res.exit_code == 0 and res.exit_signal is None
+    assert not res.term_sent and not res.kill_needed and not res.timed_out
+
+
+async def test_exit_code_and_separate_streams() -> None:
+    rec = Recorder()
+    res = await _run(["bash", "-c", "echo out; echo err >&2; exit 3"], rec)
+    assert res.exit_code == 3
+    assert rec.text("stdout") == "out\n" and rec.text("stderr") == "err\n"
+    assert res.stdout_bytes == 4 and res.stderr_bytes == 4 and not res.truncated
+
+
+async def test_leftover_member_is_stopped_after_a_normal_exit() -> None:
+    rec = Recorder()
+    res = await _run(["bash", "-c", "sleep 100 & echo hi"], rec)
+    assert rec.text() == "hi\n" and res.exit_code == 0
+    assert len(res.stray_members) == 1 and res.term_sent and not res.kill_needed
+    assert group_members(res.pgid) == []
+
+
+async def test_leftover_member_that_ignores_sigterm_is_killed() -> None:
+    rec = Recorder()
+    # Ignored before the fork (SIG_IGN is inherited), so the sleep cannot miss it.
+    script = "trap '' TERM; sleep 100 & echo hi"
+    res = await _run(["bash", "-c", script], rec, grace=0.1)
+    assert rec.text() == "hi\n" and res.exit_code == 0
+    assert len(res.stray_members) == 1 and res.kill_needed
+    assert group_members(res.pgid) == []
+
+
+async def test_timeout_stops_the_group() -> None:
+    rec = Recorder()
+    res = await _run(["bash", "-c", "sleep 100 & sleep 100 & wait"], rec, timeout=0.2)
+    assert res.timed_out and res.term_sent
+    assert res.exit_signal == signal.SIGTERM and res.stray_members == ()
+    assert group_members(res.pgid) == [] and rec.aborts == []
+
+
+# ---------------------------------------------------------------------------- output
+
+
+async def test_ten_megabytes_stream_in_bounded_chunks() -> None:
+    total = 10_000_000
+    count = largest = 0
+
+    def sink(stream: str, text: str) -> None:
+        # Count only: the test itself must not hold the output either.
+        nonlocal count, largest
+        assert stream == "stdout" and set(text) == {"x"}
+        count += len(text)
+        largest = max(largest, len(text.encode()))
+
+    rec = Recorder()
+    with trio.fail_after(HANG_GUARD):
+        res = await run_group(
+            ["bash", "-c", f"head -c {total} /dev/zero | tr '\\0' x"],
+            on_spawned=rec.spawned,
+            on_output=sink,
+            chunk_bytes=4096,
+            max_output_bytes=2 * total,
+        )
+    assert count == total == res.stdout_bytes
+    assert 0 < largest <= 4096
+    assert res.exit_code == 0 and not res.truncated
+
+
+async def test_multibyte_characters_are_never_split() -> None:
+    text = "aé€𝄞" * 500  # 1, 2, 3 and 4-byte characters
+    rec = Recorder()
+    program = f"import sys; sys.stdout.write({text!r})"
+    await _run([sys.executable, "-c", program], rec, chunk_bytes=7)
+    assert rec.text() == text
+    assert all(len(t.encode()) <= 7 for _, t in rec.chunks)
+
+
+async def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    rec = Recorder()
+    res = await _run(["bash", "-c", r"printf '\xff\xfeok\xe2\x82'"], rec)
+    assert rec.text() == "\ufffd\ufffdok\ufffd" and res.exit_code == 0
+
+
+async def test_output_past_the_limit_is_drained_not_reported() -> None:
+    rec = Recorder()
+    script = "head -c 100000 /dev/zero | tr '\\0' o; head -c 100000 /dev/zero | tr '\\0' e >&2"
+    res = await _run(["bash", "-c", script], rec, max_output_bytes=1000, chunk_bytes=256)
+    reported = sum(len(t.encode()) for _, t in rec.chunks)
+    assert reported == 1000 and res.truncated
+    # Drained to the end, so the writer was never blocked on a full pipe.
+    assert res.stdout_bytes == res.stderr_bytes == 100_000 and res.exit_code == 0
+
+
+async def test_bad_argv_and_chunk_size_are_rejected() -> None:
+    rec = Recorder()
+    with pytest.raises(ValueError, match="chunk_bytes"):
+        await run_group(["true"], **rec.callbacks(), chunk_bytes=3)
+    with pytest.raises(TypeError, match="argv"):
+        await run_group([], **rec.callbacks())
+    with pytest.raises(FileNotFoundError):
+        await run_group(["/nonexistent/program"], **rec.callbacks())
+    assert rec.spawns == []

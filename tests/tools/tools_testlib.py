@@ -1,0 +1,164 @@
+"""Shared helpers for the process-group tests: a recording tool context and /proc probes.
+
+Waiting helpers poll real /proc state; their ``fail_after`` bounds are hang guards only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from trio_agent.tools.base import ControllerView, Stream
+from trio_agent.tools.procgroup import GroupResult, group_members
+
+#: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
+HANG_GUARD = 30.0
+
+#: A Python child that answers SIGUSR1 with "pong". Reading "pong" after some operation
+#: proves the operation sent it no fatal signal: a pending SIGTERM (default action) or SIGKILL
+#: would have ended it before the Python-level handler could run.
+PONG_CHILD = """
+import signal, sys, time
+def pong(signum, frame):
+    print("pong", flush=True)
+signal.signal(signal.SIGUSR1, pong)
+print("ready", flush=True)
+while True:
+    time.sleep(3600)
+"""
+
+
+def state(pid: int) -> str | None:
+    """The process state letter from /proc (``R``, ``S``, ``Z``...), or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return raw.rpartition(b")")[2].split()[0].decode()
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rpartition(b")")[2].split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    return state(pid) not in (None, "Z", "X")
+
+
+def pgid_and_sid(pid: int) -> tuple[int, int]:
+    """Independent of the code under test: ask ps(1)."""
+    out = subprocess.run(
+        ["ps", "-o", "pgid=,sid=", "-p", str(pid)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Poll ``predicate`` until it holds (hang-guarded)."""
+    with trio.fail_after(HANG_GUARD):
+        while not predicate():
+            await trio.sleep(0.005)
+
+
+async def wait_members(pgid: int, count: int) -> list[int]:
+    """Wait until the group has at least ``count`` live members (the tree has started)."""
+    await until(lambda: len(group_members(pgid)) >= count)
+    return group_members(pgid)
+
+
+async def wait_gone(pid: int) -> None:
+    await until(lambda: not alive(pid))
+
+
+class LineReader:
+    """Reads lines from a trio receive stream (test plumbing only)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buf = b""
+
+    async def line(self) -> str:
+        with trio.fail_after(HANG_GUARD):
+            while b"\n" not in self._buf:
+                data = await self._stream.receive_some()
+                if not data:
+                    raise EOFError(f"stream ended; partial line {self._buf!r}")
+                self._buf += data
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode()
+
+
+async def start_pong_child(
+    argv_prefix: Sequence[str] = (),
+) -> tuple[trio.Process, LineReader]:
+    """Start :data:`PONG_CHILD` in a new session and wait until its handler is installed."""
+    proc = await trio.lowlevel.open_process(
+        [*argv_prefix, sys.executable, "-c", PONG_CHILD],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    reader = LineReader(proc.stdout)
+    assert await reader.line() == "ready"
+    return proc, reader
+
+
+async def ping(pid: int, reader: LineReader) -> None:
+    """Prove ``pid`` is alive and has received no fatal signal so far (see PONG_CHILD)."""
+    os.kill(pid, signal.SIGUSR1)
+    assert await reader.line() == "pong"
+
+
+@attrs.define
+class _Controller:
+    cancel_called: bool = False
+    cause: object | None = None
+
+
+@attrs.define
+class Recorder:
+    """A real ``ToolContext`` and ``run_group`` callback sink that records every call."""
+
+    turn: int = 1
+    step: int = 1
+    call_id: str = "call-1"
+    controller: ControllerView = attrs.field(factory=_Controller)
+    spawns: list[tuple[int, str]] = attrs.field(factory=list)
+    chunks: list[tuple[Stream, str]] = attrs.field(factory=list)
+    details: list[str] = attrs.field(factory=list)
+    aborts: list[GroupResult] = attrs.field(factory=list)
+
+    def output(self, stream: Stream, text: str) -> None:
+        self.chunks.append((stream, text))
+
+    def spawned(self, pgid: int, identity: str) -> None:
+        self.spawns.append((pgid, identity))
+
+    def abort_detail(self, text: str) -> None:
+        self.details.append(text)
+
+    def on_abort(self, result: GroupResult) -> None:
+        self.aborts.append(result)
+
+    def text(self, stream: Stream = "stdout") -> str:
+        return "".join(t for s, t in self.chunks if s == stream)
+
+    @property
+    def pgid(self) -> int:
+        assert len(self.spawns) == 1, self.spawns
+        return self.spawns[0][0]
+
+    def callbacks(self) -> dict[str, Any]:
+        return {"on_spawned": self.spawned, "on_output": self.output, "on_abort": self.on_abort}

@@ -1,0 +1,493 @@
+"""``JsonlStore``: sessions as ``<root>/<escaped id>/session.jsonl`` (spec/persistence.md).
+
+Liveness is the ``flock`` on ``session.jsonl`` itself: a live writer holds it exclusively for
+the session's whole life, the kernel drops it when the process dies, so a free lock means the
+session is cold. ``session.pid`` beside it names the holder, best effort, for error messages.
+Within one process a registry of live sessions (keyed by the file's real path) answers before
+the lock is touched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import fcntl
+import logging
+import os
+import secrets
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+import trio
+
+from ..log.codec import decode_header, encode_header
+from ..log.errors import HeaderError
+from ..log.events import Event, Header
+from .errors import (
+    LiveTurnOpen,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+)
+from .fileops import FileOps, write_all
+from .ids import escape_id
+from .recovery import (
+    DEFAULT_REAPER,
+    ColdOpen,
+    ReaperArg,
+    RepairReport,
+    Scan,
+    closers_after,
+    cold_open_fd,
+    read_and_scan,
+    report_for,
+    resolve_reaper,
+)
+from .session import Clock, Session, wall_clock_ms
+from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
+
+__all__ = ["LOG_NAME", "PID_NAME", "JsonlStore", "repair_file"]
+
+_log = logging.getLogger("trio_agent.store")
+
+LOG_NAME: Final = "session.jsonl"
+PID_NAME: Final = "session.pid"
+
+#: Live sessions of this process, by the real path of their log file.
+_LIVE: dict[str, Session] = {}
+
+#: How often, and how far apart, a writer retries a lock that a momentary probe may hold.
+_LOCK_TRIES: Final = 5
+_LOCK_PAUSE: Final = 0.01
+
+_OPEN_RW: Final = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+
+
+def _key(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _read_pid(pid_path: Path) -> int | None:
+    try:
+        text = pid_path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _write_pid(pid_path: Path) -> None:
+    """Best effort: name this process as the holder (atomic rename, no fsync)."""
+    tmp = pid_path.with_name(f".{pid_path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        tmp.write_text(f"{os.getpid()}\n", encoding="ascii")
+        os.replace(tmp, pid_path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _remove_pid(pid_path: Path) -> None:
+    if _read_pid(pid_path) == os.getpid():
+        with contextlib.suppress(OSError):
+            pid_path.unlink()
+
+
+def _locked_error(session_id: str, pid_path: Path) -> SessionLocked:
+    pid = _read_pid(pid_path)
+    return SessionLocked(session_id, pid, here=pid == os.getpid())
+
+
+async def _lock_exclusive(fd: int, session_id: str, pid_path: Path) -> None:
+    """Take the session's exclusive lock now, or raise :class:`SessionLocked`.
+
+    A few quick retries absorb a reader's momentary shared-lock probe; a live writer holds the
+    lock for good, so the answer still comes at once in practice.
+    """
+    for attempt in range(_LOCK_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if attempt + 1 == _LOCK_TRIES:
+                break
+            await trio.sleep(_LOCK_PAUSE)
+    raise _locked_error(session_id, pid_path)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_shared(path: Path, session_id: str, expect_id: str | None) -> tuple[Scan, bool]:
+    """Scan the log under a momentary shared lock; ``(scan, live_elsewhere)``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise SessionNotFound(session_id, path) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            live = False
+        except BlockingIOError:
+            live = True
+        return read_and_scan(fd, str(path), expect_id), live
+    finally:
+        os.close(fd)  # drops the shared lock, if taken
+
+
+class JsonlStore:
+    """Sessions stored as JSON Lines files under ``root``.
+
+    Use it as an async context manager: it owns the nursery of the writer tasks, and leaving
+    it closes every session it handed out (drain, fsync, unlock)::
+
+        async with JsonlStore(root) as store:
+            session = await store.create("s1")   # or: await store.open("s1")
+            session.append("turn/start", {"turn": 1})
+            await session.flush()
+
+    ``clock`` stamps events (integer ms); ``window`` is the batching window in seconds;
+    ``soft_limit``/``hard_limit`` bound the bytes waiting for the disk (spec/persistence.md
+    §Memory bound); ``file_ops`` is the fault-injection seam; ``reap_orphans`` stops orphaned
+    tool process groups before repair (``None`` to skip; by default
+    :func:`trio_agent.tools.procgroup.reap_orphan_group`).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        window: float = DEFAULT_WINDOW,
+        soft_limit: int = DEFAULT_SOFT_LIMIT,
+        hard_limit: int = DEFAULT_HARD_LIMIT,
+        file_ops: FileOps | None = None,
+        reap_orphans: ReaperArg = DEFAULT_REAPER,
+    ) -> None:
+        if window < 0:
+            raise ValueError("the batching window must be >= 0 seconds")
+        if not 0 < soft_limit <= hard_limit:
+            raise ValueError("need 0 < soft_limit <= hard_limit")
+        self.root = Path(root)
+        self._clock: Clock = clock if clock is not None else wall_clock_ms
+        self._window = window
+        self._soft = soft_limit
+        self._hard = hard_limit
+        self._ops = file_ops if file_ops is not None else FileOps()
+        self._reaper = reap_orphans
+        self._nursery: trio.Nursery | None = None
+        self._nursery_cm: contextlib.AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._sessions: set[Session] = set()
+        self._exited = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> JsonlStore:
+        if self._nursery_cm is not None or self._exited:
+            raise StoreError("a JsonlStore can be entered only once")
+        self._nursery_cm = trio.open_nursery()
+        self._nursery = await self._nursery_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        assert self._nursery_cm is not None
+        first: BaseException | None = None
+        try:
+            with trio.CancelScope(shield=True):
+                for session in list(self._sessions):
+                    try:
+                        await session.aclose()
+                    except Exception as close_exc:
+                        _log.error("session %r: closing failed: %s", session.id, close_exc)
+                        first = first or close_exc
+        finally:
+            self._exited = True
+            self._nursery = None
+            try:
+                await self._nursery_cm.__aexit__(exc_type, exc, tb)
+            except BaseExceptionGroup as group:
+                # The nursery wraps the body's exception; hand the caller the original.
+                if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
+                    return False
+                raise
+        if first is not None and exc is None:
+            raise first
+        return False
+
+    def _require_open(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise StoreError("the store is not open: use `async with JsonlStore(root) as store`")
+        return self._nursery
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    def path_of(self, session_id: str) -> Path:
+        """The log file of ``session_id`` (whether or not it exists)."""
+        return self.root / escape_id(session_id) / LOG_NAME
+
+    # -- create / open --------------------------------------------------------------------------
+
+    async def create(self, session_id: str) -> Session:
+        """A new live session: its header is written durably; an existing id is refused."""
+        nursery = self._require_open()
+        path = self.path_of(session_id)
+        if _key(path) in _LIVE:
+            raise SessionExists(session_id)
+        header = Header(id=session_id, created_at=self._clock())
+        fd, length = await trio.to_thread.run_sync(self._create_blocking, session_id, path, header)
+        return await self._go_live(nursery, session_id, path, fd, length, None)
+
+    def _create_blocking(self, session_id: str, path: Path, header: Header) -> tuple[int, int]:
+        directory = path.parent
+        fresh_root = not self.root.exists()
+        fresh_dir = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            raise SessionExists(session_id)
+        data = encode_header(header)
+        tmp = directory / f".{LOG_NAME}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, _OPEN_RW | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh inode: never contended
+            write_all(self._ops, fd, data)
+            self._ops.fsync(fd)
+            try:
+                os.link(tmp, path)  # publishes the locked, complete file; fails if it exists
+            except FileExistsError:
+                raise SessionExists(session_id) from None
+            finally:
+                os.unlink(tmp)
+            self._ops.point("create:linked")
+            _fsync_dir(directory)
+            if fresh_dir:
+                _fsync_dir(directory.parent)
+            if fresh_root and self.root.parent != self.root:
+                _fsync_dir(self.root.parent)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, len(data)
+
+    async def open(self, session_id: str, *, reap_orphans: ReaperArg = DEFAULT_REAPER) -> Session:
+        """Cold open: lock, repair (torn tail, orphans, closers, durably), return it live.
+
+        Raises :class:`SessionLocked` at once if the session is live here or in another
+        process, :class:`SessionNotFound`, :class:`SessionCorrupt` (file untouched) or
+        :class:`UnsupportedFormat`. ``reap_orphans`` overrides the store's reaper.
+        """
+        nursery = self._require_open()
+        path = self.path_of(session_id)
+        if _key(path) in _LIVE:
+            raise SessionLocked(session_id, os.getpid(), here=True)
+        try:
+            fd = os.open(path, _OPEN_RW)
+        except FileNotFoundError:
+            raise SessionNotFound(session_id, path) from None
+        pid_path = path.with_name(PID_NAME)
+        reaper = resolve_reaper(self._reaper if reap_orphans is DEFAULT_REAPER else reap_orphans)
+        try:
+            await _lock_exclusive(fd, session_id, pid_path)
+            _write_pid(pid_path)
+            try:
+                cold = await cold_open_fd(
+                    fd, str(path), expect_id=session_id, ops=self._ops, reaper=reaper
+                )
+            except BaseException:
+                _remove_pid(pid_path)
+                raise
+        except BaseException:
+            os.close(fd)
+            raise
+        return await self._go_live(nursery, session_id, path, fd, cold.length, cold)
+
+    async def _go_live(
+        self,
+        nursery: trio.Nursery,
+        session_id: str,
+        path: Path,
+        fd: int,
+        length: int,
+        cold: ColdOpen | None,
+    ) -> Session:
+        key = _key(path)
+        pid_path = path.with_name(PID_NAME)
+        if cold is None:
+            _write_pid(pid_path)
+        session: Session | None = None
+
+        def on_close() -> None:
+            _remove_pid(pid_path)
+            if _LIVE.get(key) is session:
+                del _LIVE[key]
+            self._sessions.discard(session)
+
+        writer = Writer(
+            session_id,
+            fd,
+            length,
+            ops=self._ops,
+            window=self._window,
+            soft_limit=self._soft,
+            hard_limit=self._hard,
+            on_close=on_close,
+        )
+        if cold is None:
+            session = Session(session_id, sink=writer, clock=self._clock)
+        else:
+            session = Session(
+                session_id,
+                sink=writer,
+                clock=self._clock,
+                events=cold.scan.events,
+                checker=cold.scan.checker,
+            )
+        _LIVE[key] = session
+        self._sessions.add(session)
+        try:
+            await nursery.start(writer.run)
+        except BaseException:
+            on_close()
+            os.close(fd)
+            raise
+        return session
+
+    # -- read-only ------------------------------------------------------------------------------
+
+    def live(self, session_id: str) -> Session | None:
+        """The session if it is live in this process, else ``None``."""
+        return _LIVE.get(_key(self.path_of(session_id)))
+
+    async def inspect(self, session_id: str) -> builtins.list[Event]:
+        """The events of a session, read-only; nothing on disk changes.
+
+        Cold: the valid prefix plus the closers repair would append (in memory only; a torn
+        tail is skipped, not cut). Live, here or in another process: the events as they are
+        (durable ones, for another process), possibly ending in an open turn; a live session
+        is never given synthetic boundaries.
+        """
+        live = self.live(session_id)
+        if live is not None:
+            await trio.lowlevel.checkpoint()
+            return builtins.list(live.events)
+        scan, live_elsewhere = await trio.to_thread.run_sync(
+            _read_shared, self.path_of(session_id), session_id, session_id
+        )
+        if live_elsewhere:
+            return scan.events
+        return scan.events + closers_after(scan)
+
+    async def load(self, session_id: str) -> builtins.list[Event]:
+        """A balanced snapshot, read-only.
+
+        Live in this process: wait for a flush and return the events if no turn is open, else
+        raise :class:`LiveTurnOpen`. Live in another process: its durable events, under the
+        same rule. Cold: as :meth:`inspect` (closers in memory only).
+        """
+        live = self.live(session_id)
+        if live is not None:
+            await live.flush()
+            if live.open_turn is not None:
+                raise LiveTurnOpen(session_id, live.open_turn)
+            return builtins.list(live.events)
+        scan, live_elsewhere = await trio.to_thread.run_sync(
+            _read_shared, self.path_of(session_id), session_id, session_id
+        )
+        if live_elsewhere:
+            if scan.checker.open_turn is not None:
+                raise LiveTurnOpen(session_id, scan.checker.open_turn)
+            return scan.events
+        return scan.events + closers_after(scan)
+
+    async def list(self) -> builtins.list[str]:
+        """Ids of the sessions stored under the root, sorted."""
+        return await trio.to_thread.run_sync(self._list_blocking)
+
+    def _list_blocking(self) -> builtins.list[str]:
+        ids: builtins.list[str] = []
+        try:
+            entries = builtins.list(os.scandir(self.root))
+        except FileNotFoundError:
+            return ids
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            header = _read_header(Path(entry.path) / LOG_NAME)
+            if header is not None and escape_id(header.id) == entry.name:
+                ids.append(header.id)
+        return sorted(ids)
+
+
+def _read_header(path: Path) -> Header | None:
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(1 << 20)
+    except OSError:
+        return None
+    if not first.endswith(b"\n"):
+        return None
+    try:
+        return decode_header(first[:-1])
+    except HeaderError:
+        return None
+
+
+async def repair_file(
+    path: str | os.PathLike[str],
+    *,
+    write: bool = True,
+    reap_orphans: ReaperArg = DEFAULT_REAPER,
+    file_ops: FileOps | None = None,
+) -> RepairReport:
+    """Run the cold-open repair on one log file (``trio-agent repair FILE --write``).
+
+    With ``write=True``: take the exclusive lock (a live session, here or elsewhere, is
+    refused with :class:`SessionLocked`), cut a torn tail, stop orphaned process groups, append
+    the closers durably, release the lock. With ``write=False``: report what would be done,
+    change nothing and signal nothing. Corruption raises :class:`SessionCorrupt` and leaves
+    the file byte-for-byte unchanged either way.
+    """
+    p = Path(path)
+    name = str(p)
+    pid_path = p.with_name(PID_NAME)
+    if _key(p) in _LIVE:
+        raise SessionLocked(_LIVE[_key(p)].id, os.getpid(), here=True)
+    if not write:
+        scan, live = await trio.to_thread.run_sync(_read_shared, p, name, None)
+        if live:
+            raise _locked_error(scan.header.id, pid_path)
+        closers = closers_after(scan)
+        return report_for(name, ColdOpen(scan, closers, {}, scan.keep), written=False)
+    try:
+        fd = os.open(p, _OPEN_RW)
+    except FileNotFoundError:
+        raise SessionNotFound(name, p) from None
+    except IsADirectoryError:
+        raise SessionNotFound(name, p) from None
+    try:
+        try:
+            await _lock_exclusive(fd, name, pid_path)
+        except SessionLocked as exc:
+            raise SessionLocked(_header_id(p) or name, exc.pid, here=exc.here) from None
+        cold = await cold_open_fd(
+            fd, name, expect_id=None, ops=file_ops or FileOps(), reaper=resolve_reaper(reap_orphans)
+        )
+    finally:
+        os.close(fd)
+    return report_for(name, cold, written=True)
+
+
+def _header_id(path: Path) -> str | None:
+    header = _read_header(path)
+    return header.id if header is not None else None
+

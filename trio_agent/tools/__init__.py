@@ -1,0 +1,1 @@
+"""Tools: the tool protocol (``base``), process groups (``procgroup``), subprocess tools."""

@@ -1,0 +1,509 @@
+"""Process groups for subprocess tools: identity, membership, termination, orphan reaping.
+
+Implements spec/tools.md §2–§9. Linux-specific: membership comes from a ``/proc`` scan and the
+leader's exit is observed through ``pidfd_open`` (Linux 5.3+). This module deliberately depends
+on nothing else in ``trio_agent`` so it can be read, tested and benchmarked on its own.
+
+The one idea everything here leans on: a process group id cannot be handed out again while any
+process (a zombie included) still carries it. As long as we hold the leader unreaped, signalling
+the group can only ever reach processes of the group we started (spec/tools.md §4).
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import math
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
+
+import attrs
+import trio
+
+#: Same values as ``trio_agent.tools.base.Stream``; restated so this module stays standalone.
+Stream = Literal["stdout", "stderr"]
+
+DEFAULT_GRACE = 2.0
+#: How long to wait for SIGKILLed processes to vanish, and then for the leader to be reaped.
+#: SIGKILL cannot be ignored, so this only runs out for a process stuck in uninterruptible
+#: sleep (state ``D``, e.g. a hung NFS mount); it exists so cleanup can never hang a turn.
+DEFAULT_KILL_WAIT = 5.0
+DEFAULT_CHUNK_BYTES = 8192
+DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
+#: Once the group is gone every pipe writer is dead, so EOF is immediate unless a process that
+#: left the group (spec/tools.md §10) still holds a pipe; then we stop reading after this long.
+PIPE_DRAIN_WAIT = 1.0
+
+# Poll with a short, growing interval: most groups vanish within a millisecond of the signal,
+# and a /proc scan costs a few hundred microseconds, so polling fast at first is cheap.
+_POLL_FIRST = 0.001
+_POLL_MAX = 0.02
+
+# ``Z`` (zombie) and ``X`` (dead) entries have exited; they can run no code and write nothing.
+_EXITED_STATES = frozenset({"Z", "X"})
+
+OrphanStatus = Literal["stopped", "gone", "identity-mismatch", "unverified"]
+
+
+# --------------------------------------------------------------------------------------------
+# /proc
+
+
+@attrs.frozen
+class _Stat:
+    state: str
+    pgrp: int
+    session: int
+    starttime: int
+
+
+def _read_stat(pid: int) -> _Stat | None:
+    """Parse the fields we need from ``/proc/<pid>/stat``; ``None`` if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        # ProcessLookupError (ESRCH): the process was reaped between open() and read().
+        return None
+    # Field 2 (comm) is the executable's name in parentheses and may itself contain spaces and
+    # ')' (a program can be called "a) (b"), so the fixed fields start after the *last* ')'.
+    _, sep, rest = raw.rpartition(b")")
+    fields = rest.split()
+    if not sep or len(fields) < 20:
+        raise ValueError(f"/proc/{pid}/stat: unexpected format: {raw[:200]!r}")
+    # ``fields[0]`` is field 3 of proc(5), so field N is ``fields[N - 3]``.
+    return _Stat(
+        state=fields[0].decode("ascii"),
+        pgrp=int(fields[2]),
+        session=int(fields[3]),
+        starttime=int(fields[19]),
+    )
+
+
+@functools.cache
+def boot_id() -> str:
+    """This boot's random id; start times are only comparable within one boot."""
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+        return f.read().strip()
+
+
+def process_identity(pid: int) -> str | None:
+    """An identity for ``pid`` that survives pid reuse (spec/tools.md §3).
+
+    ``"<boot_id>:<starttime>"``, where ``starttime`` is field 22 of ``/proc/<pid>/stat`` (clock
+    ticks after boot). A pid number can be reused, but never by two processes started at the
+    same tick of the same boot. A zombie still has its identity (it is still in the process
+    table); ``None`` means no process with this pid exists.
+    """
+    stat = _read_stat(pid)
+    if stat is None:
+        return None
+    return f"{boot_id()}:{stat.starttime}"
+
+
+def parse_identity(identity: str) -> tuple[str, int]:
+    """Split an identity from :func:`process_identity` into ``(boot_id, starttime)``."""
+    boot, sep, start = identity.rpartition(":")
+    if not sep or not boot or not start.isdigit():
+        raise ValueError(f"malformed process identity {identity!r}: want '<boot_id>:<starttime>'")
+    return boot, int(start)
+
+
+def _pids() -> Iterable[int]:
+    # Only thread-group leaders are listed at the top of /proc, so these are processes.
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            yield int(name)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose process group is ``pgid`` (spec/tools.md §4).
+
+    A zombie has already exited and can do no more work, so it does not count: a group whose
+    only remaining entry is its unreaped leader is empty.
+    """
+    members = []
+    for pid in _pids():
+        stat = _read_stat(pid)
+        if stat is not None and stat.pgrp == pgid and stat.state not in _EXITED_STATES:
+            members.append(pid)
+    return sorted(members)
+
+
+# --------------------------------------------------------------------------------------------
+# Termination
+
+
+@attrs.frozen
+class TerminationReport:
+    """What :func:`terminate_group` observed (spec/tools.md §4)."""
+
+    pgid: int
+    #: SIGTERM went to the group because it had live members when termination began.
+    term_sent: bool
+    #: Some member was still alive when the grace ran out, so SIGKILL was needed.
+    kill_needed: bool
+    #: Every pid seen alive in the group while terminating it.
+    members_seen: tuple[int, ...]
+    #: Members still alive when we gave up (only a process stuck in state ``D`` can cause this).
+    survivors: tuple[int, ...] = ()
+    #: The leader's status, when we own (and so reaped) the leader.
+    leader_exit_code: int | None = None
+    leader_exit_signal: int | None = None
+
+    @property
+    def group_gone(self) -> bool:
+        return not self.survivors
+
+
+def _check_pgid(pgid: int) -> None:
+    # killpg(0) means "my own group" and killpg(1) reaches init's group; a bad record must
+    # never turn into either.
+    if pgid <= 1:
+        raise ValueError(f"refusing to signal process group {pgid}: not a tool's group")
+    if pgid == os.getpgrp():
+        raise ValueError(f"refusing to signal process group {pgid}: it is this runtime's own")
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _wait_group_empty(pgid: int, seen: set[int], deadline: float, *, kill: bool) -> list[int]:
+    """Poll until the group has no live member or ``deadline``; returns who is left.
+
+    With ``kill``, SIGKILL is re-sent whenever a scan finds members: cheap, and it reaches a
+    process that joined the group after the previous signal. It is only sent right after a
+    scan saw live members, which pin the pgid (see the module docstring).
+    """
+    delay = _POLL_FIRST
+    while True:
+        members = group_members(pgid)
+        seen.update(members)
+        if not members:
+            return []
+        if kill:
+            _signal_group(pgid, signal.SIGKILL)
+        now = trio.current_time()
+        if now >= deadline:
+            return members
+        await trio.sleep(min(delay, deadline - now))
+        delay = min(delay * 2, _POLL_MAX)
+
+
+async def terminate_group(
+    pgid: int,
+    *,
+    leader: trio.Process | None,
+    grace: float,
+    kill_wait: float = DEFAULT_KILL_WAIT,
+) -> TerminationReport:
+    """SIGTERM the group, wait up to ``grace``, SIGKILL it, wait until no member is left
+    (spec/tools.md §4).
+
+    ``leader`` is the group leader when we spawned it (``pgid == leader.pid``); it must not
+    have been reaped yet. Its zombie pins the pgid, so the final SIGKILL is sent to the group
+    unconditionally and can only reach our processes; the leader is reaped last. With
+    ``leader=None`` (an orphan found on cold recovery) a signal is only sent right after a
+    scan saw live members.
+
+    Bounded: returns within about ``grace + 2 * kill_wait`` whatever the processes do. It has
+    no unbounded await, so callers may run it under ``trio.CancelScope(shield=True)``.
+    """
+    _check_pgid(pgid)
+    if leader is not None and leader.pid != pgid:
+        raise ValueError(f"leader pid {leader.pid} does not lead process group {pgid}")
+    seen: set[int] = set()
+    members = group_members(pgid)
+    seen.update(members)
+    term_sent = False
+    if members:
+        term_sent = _signal_group(pgid, signal.SIGTERM)
+        members = await _wait_group_empty(pgid, seen, trio.current_time() + grace, kill=False)
+    kill_needed = bool(members)
+    if leader is not None:
+        # Even when the scan says empty: a member forked between scan and now still gets it,
+        # and the kernel makes a fork that races a group signal fail, so nothing escapes.
+        _signal_group(pgid, signal.SIGKILL)
+    survivors = await _wait_group_empty(pgid, seen, trio.current_time() + kill_wait, kill=True)
+    code: int | None = None
+    sig: int | None = None
+    if leader is not None:
+        # Reaping frees the pgid, so it comes strictly after the last signal above.
+        with trio.move_on_after(kill_wait):
+            status = await leader.wait()
+            code, sig = (status, None) if status >= 0 else (None, -status)
+    return TerminationReport(
+        pgid=pgid,
+        term_sent=term_sent,
+        kill_needed=kill_needed,
+        members_seen=tuple(sorted(seen)),
+        survivors=tuple(survivors),
+        leader_exit_code=code,
+        leader_exit_signal=sig,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Running a command in its own group
+
+
+@attrs.frozen
+class GroupResult:
+    """How a :func:`run_group` call ended; built only after the whole group is gone."""
+
+    pgid: int
+    identity: str
+    #: The leader's exit status, or the signal that ended it (exactly one is set once reaped).
+    exit_code: int | None
+    exit_signal: int | None
+    timed_out: bool
+    term_sent: bool
+    kill_needed: bool
+    #: Every pid seen alive in the group when termination began, and while it ran.
+    members_seen: tuple[int, ...]
+    #: Members the leader left behind when it exited on its own; they were terminated
+    #: (spec/tools.md §6). Empty when the run was cancelled or timed out.
+    stray_members: tuple[int, ...]
+    #: Non-empty only if some member could not be killed within the bound (state ``D``).
+    survivors: tuple[int, ...]
+    #: Raw bytes read from each pipe, including bytes read past ``max_output_bytes``.
+    stdout_bytes: int
+    stderr_bytes: int
+    #: Output past ``max_output_bytes`` was drained but not reported.
+    truncated: bool
+    #: A pipe stayed open after the group was gone: a process that left the group holds it
+    #: (spec/tools.md §10). Reading stopped, so later output was not seen.
+    pipes_held: bool
+
+
+class _OutputPump:
+    """Streams both pipes to ``on_output`` in bounded chunks (spec/tools.md §7)."""
+
+    def __init__(
+        self,
+        on_output: Callable[[Stream, str], None],
+        chunk_bytes: int,
+        max_output_bytes: int,
+    ) -> None:
+        self._on_output = on_output
+        self._chunk_bytes = chunk_bytes
+        self._budget = max_output_bytes
+        self.bytes_read: dict[Stream, int] = {"stdout": 0, "stderr": 0}
+        self.truncated = False
+        self.done = trio.Event()
+        # Shielded so output written while the group is being stopped after a cancel is still
+        # read and reported; the cleanup code cancels this scope explicitly once it is done.
+        self.scope = trio.CancelScope(shield=True)
+
+    async def run(self, stdout: trio.abc.ReceiveStream, stderr: trio.abc.ReceiveStream) -> None:
+        try:
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pump, "stdout", stdout)
+                    nursery.start_soon(self._pump, "stderr", stderr)
+        finally:
+            self.done.set()
+
+    async def _pump(self, name: Stream, stream: trio.abc.ReceiveStream) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            while True:
+                # The decoder keeps back at most 3 bytes of an unfinished character; reading
+                # that much less keeps every reported chunk within chunk_bytes of input.
+                held = len(decoder.getstate()[0])
+                data = await stream.receive_some(self._chunk_bytes - held)
+                if not data:
+                    break
+                self.bytes_read[name] += len(data)
+                allowed = min(len(data), self._budget)
+                self._budget -= allowed
+                if allowed < len(data):
+                    self.truncated = True
+                if allowed:
+                    text = decoder.decode(data[:allowed])
+                    if text:
+                        self._on_output(name, text)
+            if not self.truncated:
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    self._on_output(name, tail)
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+
+async def _wait_exited(pid: int) -> None:
+    """Return once child ``pid`` has exited, *without* reaping it (its zombie pins the pgid)."""
+    fd = os.pidfd_open(pid)
+    try:
+        await trio.lowlevel.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+async def run_group(
+    argv: Sequence[str],
+    *,
+    on_spawned: Callable[[int, str], None],
+    on_output: Callable[[Stream, str], None],
+    on_abort: Callable[[GroupResult], None] | None = None,
+    grace: float = DEFAULT_GRACE,
+    timeout: float | None = None,
+    kill_wait: float = DEFAULT_KILL_WAIT,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> GroupResult:
+    """Run ``argv`` as the leader of a new process group and session (spec/tools.md §2–§8).
+
+    - ``on_spawned(pgid, identity)`` is called once, right after the group exists.
+    - ``on_output(stream, text)`` gets the output as it arrives; each call carries the text
+      decoded (UTF-8, ``errors="replace"``, never splitting a character) from at most
+      ``chunk_bytes`` bytes of one pipe. After ``max_output_bytes`` in total, output is
+      drained but no longer reported, and the result says ``truncated``.
+    - When the leader exits, members it left behind are terminated (spec/tools.md §6).
+    - After ``timeout`` seconds the group is terminated and the result says ``timed_out``.
+    - If the enclosing scope is cancelled (or a callback raises), the group is terminated
+      under a shield (bounded, see :func:`terminate_group`), ``on_abort`` gets what was
+      observed, and the exception propagates. Like any trio nursery, a cancellation may
+      surface wrapped in a ``BaseExceptionGroup``; the cancelling scope still catches it.
+
+    Returns (or calls ``on_abort``) only after every member of the group is gone.
+    """
+    if chunk_bytes < 4:
+        raise ValueError(f"chunk_bytes={chunk_bytes}: must be >= 4 to hold any UTF-8 character")
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise TypeError(f"argv must be a non-empty sequence of str, got {argv!r}")
+    deadline = math.inf if timeout is None else trio.current_time() + timeout
+    # Popen runs in a thread that trio never abandons, so once this returns the group exists
+    # even if a cancel is already pending: there must be no checkpoint before the ``try``.
+    proc = await trio.lowlevel.open_process(
+        list(argv),
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    pgid = proc.pid  # start_new_session: the child called setsid(), so pgid == sid == pid
+    identity = ""
+    pump = _OutputPump(on_output, chunk_bytes, max_output_bytes)
+    leader_exited = False
+    timed_out = False
+    result: GroupResult | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump.run, proc.stdout, proc.stderr)
+            try:
+                # The leader is our unreaped child: its /proc entry lasts until we wait() for it.
+                identity = process_identity(pgid) or ""
+                if not identity:
+                    raise RuntimeError(f"no /proc entry for our unreaped child {pgid}")
+                on_spawned(pgid, identity)
+                with trio.move_on_at(deadline) as timeout_scope:
+                    await _wait_exited(pgid)
+                timed_out = timeout_scope.cancelled_caught
+                leader_exited = not timed_out
+            finally:
+                with trio.CancelScope(shield=True):
+                    report = await terminate_group(
+                        pgid, leader=proc, grace=grace, kill_wait=kill_wait
+                    )
+                    with trio.move_on_after(PIPE_DRAIN_WAIT):
+                        await pump.done.wait()
+                pipes_held = not pump.done.is_set()
+                pump.scope.cancel()
+                result = GroupResult(
+                    pgid=pgid,
+                    identity=identity,
+                    exit_code=report.leader_exit_code,
+                    exit_signal=report.leader_exit_signal,
+                    timed_out=timed_out,
+                    term_sent=report.term_sent,
+                    kill_needed=report.kill_needed,
+                    members_seen=report.members_seen,
+                    stray_members=report.members_seen if leader_exited else (),
+                    survivors=report.survivors,
+                    stdout_bytes=pump.bytes_read["stdout"],
+                    stderr_bytes=pump.bytes_read["stderr"],
+                    truncated=pump.truncated,
+                    pipes_held=pipes_held,
+                )
+    except BaseException:
+        if result is not None and on_abort is not None:
+            on_abort(result)
+        raise
+    assert result is not None
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Cold recovery
+
+
+@attrs.frozen
+class OrphanOutcome:
+    """What :func:`reap_orphan_group` found and did (spec/tools.md §9)."""
+
+    pgid: int
+    #: ``stopped``: ours, and we terminated it. ``gone``: nothing of it is alive.
+    #: ``identity-mismatch``: the pid now belongs to another process, so our group is gone;
+    #: nothing was signalled. ``unverified``: the leader is gone but processes with this pgid
+    #: live on; they cannot be proven ours, so nothing was signalled.
+    status: OrphanStatus
+    #: Live members seen (for ``unverified``: the processes left alone).
+    members: tuple[int, ...] = ()
+    report: TerminationReport | None = None
+
+
+async def reap_orphan_group(
+    pgid: int,
+    identity: str,
+    *,
+    grace: float,
+    kill_wait: float = DEFAULT_KILL_WAIT,
+) -> OrphanOutcome:
+    """Stop a tool's process group left running by a crashed runtime (spec/tools.md §9).
+
+    Signals are sent only when the group's leader (pid ``pgid``, alive or an unreaped zombie)
+    still has the recorded ``identity``: then the pgid is still the one we were given and the
+    group is ours. Otherwise nothing is signalled:
+
+    - pid ``pgid`` exists with another identity → ``identity-mismatch``. The pid could only be
+      reused after every process carrying it as a pgid had exited, so our group is gone.
+    - no process has pid ``pgid`` but members with that pgrp live → ``unverified``. They may be
+      what our leader left behind, or a later group that reused the number after ours emptied
+      and lost its own leader; nothing left on the system tells the two apart, and signalling a
+      stranger's processes is worse than leaving ours running, so they are reported, not
+      killed. (If the recorded boot id is not this boot's, they cannot be ours: ``gone``.)
+    - nothing alive → ``gone``.
+    """
+    if pgid < 1:
+        # log.md allows pgid >= 1. pgid 1 (init's) or our own group need no special case: their
+        # leader's identity cannot match a tool's, and terminate_group refuses them anyway.
+        raise ValueError(f"recorded process group {pgid} is not a process group id")
+    recorded_boot, _ = parse_identity(identity)
+    current = process_identity(pgid)
+    if current is None:
+        members = tuple(group_members(pgid))
+        if not members or recorded_boot != boot_id():
+            return OrphanOutcome(pgid=pgid, status="gone")
+        return OrphanOutcome(pgid=pgid, status="unverified", members=members)
+    if current != identity:
+        return OrphanOutcome(pgid=pgid, status="identity-mismatch")
+    members = tuple(group_members(pgid))
+    if not members:
+        return OrphanOutcome(pgid=pgid, status="gone")
+    report = await terminate_group(pgid, leader=None, grace=grace, kill_wait=kill_wait)
+    return OrphanOutcome(pgid=pgid, status="stopped", members=members, report=report)
