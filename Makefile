@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench
-	$(VENV)/bin/mypy --strict trio_agent/log
+	$(VENV)/bin/mypy --strict trio_agent/log trio_agent/store trio_agent/tools trio_agent/models trio_agent/runtime
 
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider

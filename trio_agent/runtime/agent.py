@@ -1,0 +1,474 @@
+"""The agent: inbox operations, the driver task, the per-turn controller and cancel.
+
+``open_agent(session, model=..., tools=..., approver=..., hooks=...)`` runs one agent on a
+session for the duration of an ``async with`` block (spec/cancel.md K1-K8, K21-K24):
+
+* ``followup`` / ``steer`` / ``inject`` append durable inbox splices; the waking ones wake the
+  driver. They never claim: the driver claims at the step boundary.
+* Waking an idle agent creates the turn's :class:`TurnController` *at once*, in the waking
+  call, and flips the status to ``running``; the driver task then starts the turn. A cancel in
+  between (the same tick) therefore finds the controller and no turn starts.
+* When a turn ends and work is pending, the next turn gets a new controller. The agent drops
+  its reference to a turn's controller before that turn's ``turn/end`` is appended, so from
+  then on ``cancel`` can no longer reach the finished turn.
+* ``cancel(cause, keep_inbox=False)`` clears the inbox (durably, unless ``keep_inbox``), then
+  cancels the live controller with ``cause`` (first cause wins). An idle cancel arms nothing.
+* Leaving the block is a graceful shutdown: cancel with cause ``disposed`` keeping queued work,
+  wait for the driver, flush. The session stays open: the caller owns it (K24).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, Literal
+
+import trio
+
+from ..models.base import Model
+from ..tools.base import Tool
+from .causes import CancelCause, require_cause
+from .controller import TurnController
+from .events import (
+    AgentError,
+    InboxDropped,
+    RuntimeEvent,
+    Status,
+    StatusChanged,
+    TurnEnded,
+    TurnOutcome,
+    TurnPrevented,
+)
+from .hooks import Approver, Hooks
+from .turn import CLEANUP_BOUND, TurnRunner
+
+if TYPE_CHECKING:
+    from ..store import Session
+
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "Agent", "EventStream", "open_agent"]
+
+_log = logging.getLogger("trio_agent.runtime")
+
+#: How long (seconds) leaving ``open_agent`` waits for the cancelled turn before tearing down.
+DEFAULT_SHUTDOWN_TIMEOUT: Final = 30.0
+
+Target = Literal["next-turn", "next-step"]
+
+# Sessions that have an agent right now (at most one agent per session, K24).
+_attached: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+class EventStream:
+    """``async for ev in agent.events()``: the runtime events emitted after the call.
+
+    The buffer is unbounded and belongs to this iterator; the agent holds it weakly, so an
+    abandoned iterator costs nothing. Iteration ends once the agent is closed and the buffer
+    is drained.
+    """
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[RuntimeEvent] = collections.deque()
+        self._lot = trio.lowlevel.ParkingLot()
+        self._closed = False
+
+    def _push(self, event: RuntimeEvent) -> None:
+        if not self._closed:
+            self._queue.append(event)
+            self._lot.unpark_all()
+
+    def close(self) -> None:
+        """Stop receiving; buffered events can still be read."""
+        self._closed = True
+        self._lot.unpark_all()
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> RuntimeEvent:
+        await trio.lowlevel.checkpoint()
+        while not self._queue:
+            if self._closed:
+                raise StopAsyncIteration
+            await self._lot.park()
+        return self._queue.popleft()
+
+    def get_nowait(self) -> RuntimeEvent | None:
+        """The next buffered event, or ``None``."""
+        return self._queue.popleft() if self._queue else None
+
+
+def _check_text(text: object) -> str:
+    if type(text) is not str:
+        raise TypeError(f"a message text must be a str, got {type(text).__name__}")
+    return text
+
+
+class Agent:
+    """One agent on one session. Build it with :func:`open_agent`."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        approver: Approver | None = None,
+        hooks: Hooks | None = None,
+    ) -> None:
+        by_name: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in by_name:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            by_name[tool.name] = tool
+        self._session = session
+        self._runner = TurnRunner(session, model, by_name, approver, hooks or Hooks(), self._emit)
+        self._status: Status = "idle"
+        #: The live controller: the running turn's, or the next turn's once one was woken.
+        self._controller: TurnController | None = None
+        #: The controller of the run's latest turn, kept after its hand-off (latch rule K8).
+        self._activity: TurnController | None = None
+        self._latch = False
+        self._closing = False
+        self._closed = False
+        self._wake = trio.Event()
+        self._idle_lot = trio.lowlevel.ParkingLot()
+        self._listeners: list[Callable[[RuntimeEvent], object]] = []
+        self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
+        #: The outcome of the last turn this agent ran.
+        self.last_outcome: TurnOutcome | None = None
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def status(self) -> Status:
+        """``"idle"`` or ``"running"`` (a woken agent is running before its turn starts)."""
+        return self._status
+
+    @property
+    def controller(self) -> TurnController | None:
+        """The live controller, if any. Holding on to it is harmless: once its turn has ended
+        it is closed and ignores ``cancel``."""
+        return self._controller
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- runtime events -------------------------------------------------------------------------
+
+    def events(self) -> EventStream:
+        """An async iterator of the runtime events emitted from now on."""
+        stream = EventStream()
+        if self._closed:
+            stream.close()
+        else:
+            self._streams.add(stream)
+        return stream
+
+    def subscribe(self, listener: Callable[[RuntimeEvent], object]) -> Callable[[], None]:
+        """Call ``listener(event)`` synchronously for each runtime event; returns the
+        unsubscribe function. A listener may call ``followup``/``steer``/``cancel``; an
+        exception it raises is logged (logger ``trio_agent.runtime``) and contained."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _emit(self, event: RuntimeEvent) -> None:
+        # Iterators first: a listener may cause further events (a cancel from a listener
+        # emits InboxDropped), and iterators must still see them in the order they happened.
+        for stream in tuple(self._streams):
+            stream._push(event)
+        for listener in tuple(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("runtime listener %r failed on %r", listener, event)
+
+    # -- inbox operations -----------------------------------------------------------------------
+
+    def followup(self, text: str) -> str:
+        """Queue a next-turn message and wake the driver. Returns the message id."""
+        after_abort = self._check_usable(text)
+        message_id = self._insert("next-turn", text, "followup")
+        self._wake_driver(after_abort)
+        return message_id
+
+    def steer(self, text: str) -> str:
+        """Queue a next-step message and wake the driver. Sent while a cancelled turn is
+        still unwinding, it becomes a next-turn message (its own turn, K8)."""
+        after_abort = self._check_usable(text)
+        message_id = self._insert("next-turn" if after_abort else "next-step", text, "steer")
+        self._wake_driver(after_abort)
+        return message_id
+
+    def inject(self, text: str) -> str:
+        """Queue a next-step message without waking anything (context for the next step)."""
+        self._check_usable(text)
+        return self._insert("next-step", text, "inject")
+
+    def _check_usable(self, text: object) -> bool:
+        """Validate an inbox call; return whether it lands after an abort (latch rule K8).
+
+        Computed before the insertion, so a cancel made by an observer of the insertion
+        cannot reclassify it."""
+        _check_text(text)
+        if self._closed:
+            raise RuntimeError("the agent is closed")
+        activity = self._activity
+        return self._status == "running" and activity is not None and activity.cancel_called
+
+    def _insert(self, target: Target, text: str, source: str) -> str:
+        message = {"id": f"m-{uuid.uuid4().hex[:16]}", "text": text, "source": source}
+        start = len(self._session.inbox.queues[target])
+        self._session.append(
+            "agent/inbox/spliced", {"target": target, "start": start, "inserted": [message]}
+        )
+        return message["id"]
+
+    def _wake_driver(self, after_abort: bool) -> None:
+        if self._closing:
+            return  # shutting down: queued work stays parked for the next session (K22)
+        if self._status == "idle":
+            self._start_run()
+        elif after_abort:
+            activity = self._activity
+            cause = activity.cause if activity is not None else None
+            if cause is not None and cause.kind != "disposed":
+                self._latch = True
+
+    # -- cancel ---------------------------------------------------------------------------------
+
+    def cancel(self, cause: CancelCause, *, keep_inbox: bool = False) -> bool:
+        """Clear the inbox (unless ``keep_inbox``), then cancel the live controller with
+        ``cause``. Returns True if this call cancelled a controller (the first cause wins).
+
+        ``cause`` must be a :class:`CancelCause` (else :class:`TypeError`). Idle, this only
+        clears the inbox; it arms nothing for later work. After the agent is closed it does
+        nothing.
+        """
+        require_cause(cause)
+        if type(keep_inbox) is not bool:
+            raise TypeError(f"keep_inbox must be a bool, got {keep_inbox!r}")
+        if self._closed:
+            return False
+        try:
+            if not keep_inbox:
+                self._clear_inbox(cause)
+                self._latch = False
+        finally:
+            # Even if the clear failed (e.g. refused from inside a session observer), the
+            # live turn is still cancelled.
+            controller = self._controller
+            hit = controller is not None and controller.cancel(cause)
+        return hit
+
+    def _clear_inbox(self, cause: CancelCause) -> None:
+        inbox = self._session.inbox
+        target: Target
+        for target in ("next-step", "next-turn"):
+            queued = tuple(dict(m) for m in inbox.queues[target])
+            if not queued:
+                continue
+            self._session.append(
+                "agent/inbox/spliced",
+                {
+                    "target": target,
+                    "start": 0,
+                    "removedCount": len(queued),
+                    "inserted": [],
+                    "outcome": "canceled",
+                },
+            )
+            self._emit(InboxDropped(target, queued, cause))
+
+    # -- waiting --------------------------------------------------------------------------------
+
+    async def wait_idle(self) -> None:
+        """Return once the agent is idle, following any run that starts meanwhile."""
+        await trio.lowlevel.checkpoint()
+        while self._status != "idle":
+            await self._idle_lot.park()
+
+    # -- the driver -----------------------------------------------------------------------------
+
+    def _start_run(self) -> None:
+        controller = TurnController()
+        self._controller = self._activity = controller
+        self._status = "running"
+        self._emit(StatusChanged("running"))
+        self._wake.set()
+
+    async def _drive(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                await self._run()
+        finally:
+            # Only reached when the agent's nursery is torn down or the loop failed: nobody
+            # must wait for an idle that would never come.
+            self._status = "idle"
+            self._idle_lot.unpark_all()
+
+    async def _run(self) -> None:
+        controller = self._controller
+        while controller is not None:
+            if controller.cancel_called:
+                self._prevented(controller)
+                break
+            await self._runner.run(controller, self._handoff, self._ended)
+            durable = await self._checkpoint()
+            controller = self._controller  # the next turn's, unless the turn was aborted
+            if controller is None or not durable:
+                break
+            if controller.cancel_called:
+                self._prevented(controller)
+                break
+            if not self._session.inbox.has_pending:
+                break
+        self._go_idle()
+
+    def _handoff(self, controller: TurnController, aborted: bool) -> None:
+        """Called by the turn before it appends ``turn/end`` (K7)."""
+        controller.close()
+        if aborted:
+            self._controller = None  # an aborted turn ends the run; queued work parks
+        else:
+            self._controller = self._activity = TurnController()
+
+    def _ended(self, outcome: TurnOutcome) -> None:
+        self.last_outcome = outcome
+        self._emit(TurnEnded(outcome))
+
+    def _prevented(self, controller: TurnController) -> None:
+        self._controller = None
+        controller.close()
+        assert controller.cause is not None
+        inbox = self._session.inbox
+        parked = len(inbox.next_turn) + len(inbox.next_step)
+        self._emit(TurnPrevented(controller.cause, parked))
+
+    async def _checkpoint(self) -> bool:
+        """The flush after ``turn/end`` (K13): the turn is durable before the next claim or
+        before the agent reports idle. A failure stops the run (queued work parks)."""
+        try:
+            with trio.move_on_after(CLEANUP_BOUND, shield=True) as scope:
+                await self._session.flush()
+        except Exception as exc:
+            self._emit(AgentError(f"flush after turn/end failed: {exc}", exc))
+            return False
+        if scope.cancelled_caught:
+            self._emit(AgentError(f"flush after turn/end took longer than {CLEANUP_BOUND}s"))
+            return False
+        return True
+
+    def _go_idle(self) -> None:
+        controller = self._controller
+        if controller is not None:
+            controller.close()
+        self._controller = self._activity = None
+        self._status = "idle"
+        replay, self._latch = self._latch, False
+        self._emit(StatusChanged("idle"))
+        self._idle_lot.unpark_all()
+        if (
+            replay
+            and self._status == "idle"  # an idle listener may already have woken it
+            and not self._closing
+            and self._session.inbox.has_pending
+        ):
+            self._start_run()
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def _begin_shutdown(self) -> None:
+        self._closing = True
+        self.cancel(CancelCause.disposed(), keep_inbox=True)
+
+    def _finish_shutdown(self) -> None:
+        self._closed = True
+        self._status = "idle"
+        if self._controller is not None:
+            self._controller.close()
+        self._controller = self._activity = None
+        self._idle_lot.unpark_all()
+        for stream in tuple(self._streams):
+            stream.close()
+        self._listeners.clear()
+
+    def __repr__(self) -> str:
+        return f"<Agent on {self._session!r} {self._status}>"
+
+
+@asynccontextmanager
+async def open_agent(
+    session: Session,
+    *,
+    model: Model,
+    tools: Iterable[Tool] = (),
+    approver: Approver | None = None,
+    hooks: Hooks | None = None,
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+) -> AsyncIterator[Agent]:
+    """Run an agent on ``session`` for the duration of the block.
+
+    The session must be open, with no open turn, and have no other agent. It stays owned by
+    the caller: leaving the block flushes it but does not close it (K24). Leaving the block
+    cancels the running turn with cause ``disposed``, keeps queued work in the inbox, waits
+    for the driver (at most ``shutdown_timeout`` seconds, then the turn is torn down) and
+    flushes. An exception raised in the block propagates unwrapped.
+    """
+    if session.closed:
+        raise ValueError(f"session {session.id!r} is closed")
+    if session.open_turn is not None:
+        raise ValueError(
+            f"session {session.id!r} has turn {session.open_turn} open; "
+            "open it through its store so the turn is repaired first"
+        )
+    if session in _attached:
+        raise RuntimeError(f"session {session.id!r} already has an agent")
+    agent = Agent(session, model=model, tools=tools, approver=approver, hooks=hooks)
+    _attached.add(session)
+    body_error: BaseException | None = None
+    try:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(agent._drive)
+                try:
+                    yield agent
+                except BaseException as exc:
+                    body_error = exc
+                    raise
+                finally:
+                    agent._begin_shutdown()
+                    with trio.move_on_after(shutdown_timeout, shield=True):
+                        await agent.wait_idle()
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            if body_error is not None and list(group.exceptions) == [body_error]:
+                raise body_error from None
+            raise
+        finally:
+            if not session.closed:
+                with trio.move_on_after(CLEANUP_BOUND, shield=True):
+                    try:
+                        await session.flush()
+                    except Exception:
+                        if body_error is None:
+                            raise
+                        _log.exception("final flush of session %r failed", session.id)
+    finally:
+        agent._finish_shutdown()
+        _attached.discard(session)

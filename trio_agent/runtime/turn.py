@@ -1,0 +1,329 @@
+"""One turn: claim, steps, model stream, tools, the terminal ``turn/end`` (spec/cancel.md K12-K20).
+
+:class:`TurnRunner` runs a single turn under a given controller. The agent owns the driver,
+the inbox operations and the hand-off; this module owns what a turn writes:
+
+``turn/start`` → per step: claim → pre-step hook → ``step/start`` → ``user/message``… →
+prompt assembly → model stream (one ``assistant/chunk`` per chunk, as it arrives) →
+``assistant/message`` → tools → ``step/end`` (in ``finally``) → another step while the model
+called tools or input was steered in → ``turn/end`` (in ``finally``).
+
+``step/end`` and ``turn/end`` are synchronous appends, so they are written even while the
+turn's scope is cancelled; the only awaits in cleanup (closing the model's iterator) are
+shielded and bounded. An append the session refuses as invalid is a bug in this loop: it is
+*fatal*, nothing more is written and the error propagates out of the agent (loud failure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from ..log.errors import LogViolation
+from ..models.base import Model, ModelError, ModelRequest, Transcript, check_chunk
+from ..store.errors import SessionClosed
+from ..tools.base import Tool
+from .causes import CancelCause
+from .controller import TurnContext, TurnController
+from .events import OutcomeKind, RuntimeEvent, TurnOutcome, TurnStarted
+from .hooks import Approver, Hooks, Reject
+from .scheduler import ToolStep, exception_text
+
+if TYPE_CHECKING:
+    from ..log.events import Event
+    from ..store import Session
+
+__all__ = ["CLEANUP_BOUND", "TurnRunner", "error_info"]
+
+#: Upper bound (seconds) of any shielded await in a turn's cleanup.
+CLEANUP_BOUND: Final = 5.0
+
+#: Errors of an append that mean the loop itself is wrong (or the session is gone).
+_FATAL: Final = (LogViolation, SessionClosed)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def error_info(exc: BaseException) -> dict[str, str]:
+    """``{code, message}`` for a failure: a :class:`ModelError` keeps its code, anything
+    else is ``UNKNOWN`` with the exception's type and text."""
+    leaf = _leaf(exc)
+    if isinstance(leaf, ModelError):
+        return {"code": leaf.code, "message": leaf.message}
+    return {"code": "UNKNOWN", "message": exception_text(leaf)}
+
+
+def _message(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"pre_step must return messages {{id, text, source}}, got {value!r}")
+    mid, text, source = value.get("id"), value.get("text"), value.get("source")
+    if type(mid) is not str or not mid or type(text) is not str or type(source) is not str:
+        raise TypeError(
+            f"a message needs a non-empty str id, a str text and a str source: {value!r}"
+        )
+    return {"id": mid, "text": text, "source": source}
+
+
+class TurnRunner:
+    """Runs turns against one session (see the module docstring)."""
+
+    def __init__(
+        self,
+        session: Session,
+        model: Model,
+        tools: Mapping[str, Tool],
+        approver: Approver | None,
+        hooks: Hooks,
+        emit: Callable[[RuntimeEvent], None],
+    ) -> None:
+        self.session = session
+        self.model = model
+        self.tools = tools
+        self.approver = approver
+        self.hooks = hooks
+        self.emit = emit
+        #: The first append the session refused as invalid; once set, nothing more is written.
+        self.fatal: BaseException | None = None
+        self._transcript = Transcript()
+        self._tool_names = tuple(tools)
+
+    # -- appends --------------------------------------------------------------------------------
+
+    def append(self, type_: str, data: Mapping[str, Any]) -> Event:
+        if self.fatal is not None:
+            raise RuntimeError(
+                "the turn loop already failed; nothing more is written"
+            ) from self.fatal
+        try:
+            return self.session.append(type_, data)
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
+
+    def _append_chunk(self, data: Mapping[str, Any]) -> None:
+        """Append a model chunk; a chunk the schema refuses (rule I0, e.g. a value that is not
+        JSON) is the model's fault: the turn fails with ``BAD_CHUNK``, the loop carries on."""
+        try:
+            self.append("assistant/chunk", data)
+        except LogViolation as exc:
+            if exc.rule != "I0" or self.fatal is not exc:
+                raise
+            self.fatal = None  # nothing was recorded: the log is still valid
+            raise ModelError("BAD_CHUNK", exc.message) from None
+
+    def _is_fatal(self) -> bool:
+        return self.fatal is not None
+
+    # -- the turn -------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        controller: TurnController,
+        handoff: Callable[[TurnController, bool], None],
+        ended: Callable[[TurnOutcome], None],
+    ) -> None:
+        """Run one turn under ``controller``.
+
+        ``handoff(controller, aborted)`` is called after the turn's work has stopped and
+        before ``turn/end`` is appended: the agent drops its reference to the controller
+        there (K7). ``ended(outcome)`` is called right after ``turn/end`` is appended.
+        Exceptions other than ordinary failures (a fatal append, an outer cancellation)
+        propagate after that (``turn/end`` is still written when it can be).
+        """
+        turn = self.session.checker.last_turn + 1
+        controller.bind(turn)
+        self.append("turn/start", {"turn": turn})
+        self.emit(TurnStarted(turn))
+        kind: OutcomeKind | None = None
+        error: dict[str, str] | None = None
+        try:
+            with controller.scope:
+                kind = await self._body(controller, turn)
+        except BaseException as exc:
+            if self.fatal is not None:
+                raise  # the log is broken: nothing more may be written (K20)
+            if not isinstance(exc, Exception):
+                # Cancelled by something outside the turn (the agent's nursery is being torn
+                # down), or an interrupt: the turn is stopped like a disposal (K19).
+                controller.cancel(CancelCause.disposed())
+                raise
+            error = error_info(exc)
+        finally:
+            aborted = controller.cancel_called
+            if aborted:
+                kind = "aborted"
+            elif kind is None:
+                kind = "error"
+            handoff(controller, aborted)
+            if self.fatal is None:
+                reason: dict[str, Any] = {"kind": kind}
+                if kind == "error":
+                    reason["error"] = error or {"code": "UNKNOWN", "message": "the turn failed"}
+                self.append("turn/end", {"turn": turn, "reason": reason})
+                ended(TurnOutcome(turn, kind, controller.cause, error))
+        if self.fatal is not None:  # refused somewhere, and the refusal was swallowed on the way
+            raise self.fatal
+
+    async def _body(self, controller: TurnController, turn: int) -> OutcomeKind:
+        view = controller.view
+        inbox = self.session.inbox
+        step = 0
+        ends: OutcomeKind | None = None
+        target = "next-turn"
+        while True:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            batch = self._claim(target)
+            ctx = TurnContext(turn, step + 1, view)
+            decision = await self.hooks.pre_step(ctx, batch)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if isinstance(decision, Reject):
+                return "blocked"
+            messages = batch if decision is None else [_message(m) for m in decision]
+            if not messages:
+                if step == 0:
+                    return "completed"  # nothing to enter: a turn with no step
+                if ends is not None:
+                    break
+            step += 1
+            where = {"turn": turn, "step": step}
+            self.append("step/start", where)
+            try:
+                for message in messages:
+                    self.append("user/message", {**where, "message": message})
+                result = await self._step(controller, ctx)
+                if ends != "max-tokens":  # max-tokens is sticky for the rest of the turn
+                    ends = result
+            finally:
+                if self.fatal is None:
+                    self.append("step/end", where)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if ends is not None and not inbox.next_step:
+                await self.hooks.turn_stopping(ctx)
+                await trio.lowlevel.checkpoint_if_cancelled()
+                if not inbox.next_step:
+                    break
+            target = "next-step"
+        assert ends is not None
+        return ends
+
+    def _claim(self, target: str) -> list[dict[str, Any]]:
+        """Take every next-step item, then (for a new turn) one next-turn item (K12)."""
+        inbox = self.session.inbox
+        batch = [dict(m) for m in inbox.next_step]
+        if batch:
+            self.append(
+                "agent/inbox/spliced",
+                {"target": "next-step", "start": 0, "removedCount": len(batch), "inserted": []},
+            )
+        if target == "next-turn" and inbox.next_turn:
+            item = dict(inbox.next_turn[0])
+            self.append(
+                "agent/inbox/spliced",
+                {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []},
+            )
+            batch.append(item)
+        return batch
+
+    # -- one model call -------------------------------------------------------------------------
+
+    async def _step(self, controller: TurnController, ctx: TurnContext) -> OutcomeKind | None:
+        """Prompt, stream, message, tools. Returns the step's turn ending, or ``None`` when
+        the model called tools (it owes a follow-up step)."""
+        session = self.session
+        system = await self.hooks.assemble_prompt(ctx)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._transcript.catch_up(session.events)
+        request = ModelRequest(
+            ctx.turn, ctx.step, system, tuple(self._transcript.messages), self._tool_names
+        )
+        where = {"turn": ctx.turn, "step": ctx.step}
+        text: list[str] = []
+        calls: list[dict[str, Any]] = []
+        finish: Mapping[str, Any] | None = None
+        stream = self.model.stream(request, ctx)
+        try:
+            async for raw in stream:
+                chunk = check_chunk(raw)
+                await session.wait_writable()
+                self._append_chunk({**where, "chunk": chunk})
+                kind = chunk["type"]
+                if kind == "text-delta":
+                    text.append(chunk["text"])
+                elif kind == "tool-call":
+                    if any(c["id"] == chunk["id"] for c in calls):
+                        raise ModelError("BAD_CHUNK", f"tool-call id {chunk['id']!r} repeated")
+                    calls.append(
+                        {
+                            "type": "tool-call",
+                            "id": chunk["id"],
+                            "name": chunk["name"],
+                            "arguments": chunk.get("arguments", {}),
+                        }
+                    )
+                elif kind == "finish":
+                    finish = chunk
+                    break
+            if finish is None or finish["reason"] != "error":
+                # A cancel that landed after the last chunk still interrupts (K14).
+                await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException as exc:
+            provider_failed = isinstance(_leaf(exc), ModelError) or (
+                finish is not None and finish["reason"] == "error"
+            )
+            if controller.cancel_called and not provider_failed and self.fatal is None:
+                prefix = "".join(text)
+                if prefix.strip():  # only visible text is kept; tool-call blocks are dropped
+                    self.append(
+                        "assistant/message",
+                        {
+                            **where,
+                            "message": {
+                                "id": self._message_id(ctx),
+                                "content": [{"type": "text", "text": prefix}],
+                            },
+                            "interrupted": True,
+                        },
+                    )
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with trio.move_on_after(CLEANUP_BOUND, shield=True):
+                    await aclose()
+        if finish is not None and finish["reason"] == "error":
+            raise ModelError(finish["error"]["code"], finish["error"]["message"])
+        max_tokens = finish is not None and finish["reason"] == "max-tokens"
+        if max_tokens:
+            calls = []  # a cut-off answer's calls are never dispatched
+        full = "".join(text)
+        content: list[dict[str, Any]] = [{"type": "text", "text": full}] if full else []
+        content.extend(calls)
+        self.append(
+            "assistant/message",
+            {**where, "message": {"id": self._message_id(ctx), "content": content}},
+        )
+        if max_tokens:
+            return "max-tokens"
+        if not calls:
+            return "completed"
+        await ToolStep(
+            session=session,
+            append=self.append,
+            controller=controller,
+            ctx=ctx,
+            blocks=calls,
+            tools=self.tools,
+            approver=self.approver,
+            is_fatal=self._is_fatal,
+        ).run()
+        return None
+
+    @staticmethod
+    def _message_id(ctx: TurnContext) -> str:
+        return f"a-{ctx.turn}-{ctx.step}"
