@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint demo bench torture fuzz serve clean
+.PHONY: test lint demo bench torture fuzz serve screenshot clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
@@ -13,10 +13,11 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check trio_agent tests bench
-	$(VENV)/bin/mypy --strict trio_agent/log trio_agent/store trio_agent/tools trio_agent/models trio_agent/runtime
+	$(VENV)/bin/ruff check trio_agent tests bench scripts
+	$(VENV)/bin/mypy --strict trio_agent/log trio_agent/store trio_agent/tools trio_agent/models trio_agent/runtime trio_agent/demo
 
 test: lint
+	bash scripts/ensure-chromium.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)
@@ -24,6 +25,10 @@ demo: $(STAMP)
 
 serve: $(STAMP)
 	$(VENV)/bin/trio-agent serve
+
+screenshot: $(STAMP)
+	bash scripts/ensure-chromium.sh
+	$(PY) scripts/demo-screenshot.py
 
 bench: $(STAMP)
 	$(PY) -m bench

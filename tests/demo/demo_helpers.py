@@ -1,0 +1,146 @@
+"""Helpers for the demo tests: /proc probes, a demo server subprocess, raw HTTP.
+
+Waits poll real state; their bounds are hang guards, never expectations about speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import trio
+
+TAG_VAR = "TRIO_AGENT_DEMO_TEST_TAG"
+REPO = Path(__file__).resolve().parents[2]
+HANG_GUARD = 60.0
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    stat = _read(f"/proc/{pid}/stat").rpartition(b")")[2].split()
+    return bool(stat) and stat[0] not in (b"Z", b"X")
+
+
+def tagged(tag: str) -> dict[int, str]:
+    """Live processes (not zombies) whose environment carries ``tag``."""
+    needle = f"\0{TAG_VAR}={tag}\0".encode()
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        pid = int(name)
+        if needle in b"\0" + _read(f"/proc/{pid}/environ") and _alive(pid):
+            found[pid] = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def wait_untagged(tag: str, timeout: float) -> dict[int, str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = tagged(tag)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def kill_tagged(tag: str) -> None:
+    for pid in tagged(tag):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def children_of(pid: int) -> list[int]:
+    """Live direct children of ``pid``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        stat = _read(f"/proc/{name}/stat").rpartition(b")")[2].split()
+        if len(stat) > 1 and int(stat[1]) == pid and stat[0] not in (b"Z", b"X"):
+            out.append(int(name))
+    return out
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+class ServerProcess:
+    def __init__(self, proc: trio.Process, port: int) -> None:
+        self.proc = proc
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextlib.asynccontextmanager
+async def server_process() -> AsyncIterator[ServerProcess]:
+    """``python -m trio_agent serve --port 0`` in a subprocess; stopped with SIGINT."""
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "trio_agent", "serve", "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=child_env(),
+        cwd=str(REPO),
+    )
+    assert proc.stdout is not None
+    try:
+        buffer = b""
+        with trio.fail_after(HANG_GUARD):
+            while b"\n" not in buffer:
+                data = await proc.stdout.receive_some(4096)
+                assert data, "the server exited before printing its URL"
+                buffer += data
+        line = buffer.split(b"\n", 1)[0].decode()
+        port = int(line.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
+        yield ServerProcess(proc, port)
+    finally:
+        with trio.CancelScope(shield=True):
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGINT)
+                with trio.move_on_after(HANG_GUARD):
+                    await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await proc.stdout.aclose()
+
+
+async def http(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send a raw HTTP/1.1 request; return status, headers and body (connection: close)."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(request)
+        data = b""
+        with trio.fail_after(HANG_GUARD):
+            while chunk := await stream.receive_some(65536):
+                data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return status, headers, body

@@ -1,0 +1,253 @@
+"""The scenario engine: each scenario's real log passes the checker and shows what it claims.
+
+Every scenario runs for real here: a worker process, a bash process group, a JSONL file, a
+real SIGKILL. The log is read from the file before the run is torn down and checked with the
+same pure core as ``trio-agent check`` (strict, and balanced at the end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+from demo_helpers import HANG_GUARD
+
+from trio_agent.demo.engine import Driver, Run, open_run
+from trio_agent.demo.scenarios import (
+    AFTER_CRASH_REQUEST,
+    QUEUED_REQUEST,
+    SAME_TICK_REQUEST,
+    SCENARIOS,
+)
+from trio_agent.log import (
+    OUTCOME_UNKNOWN_TEXT,
+    STOPPED_DURING_RECOVERY_TEXT,
+    Event,
+    Scan,
+    fold_consumed_work,
+    scan_log,
+)
+from trio_agent.tools.procgroup import group_members
+
+
+class Played:
+    def __init__(self, scan: Scan, snapshot: dict[str, Any], run_dir: Path, data: bytes) -> None:
+        self.scan = scan
+        self.events = scan.events
+        self.snapshot = snapshot
+        self.run_dir = run_dir
+        self.data = data
+
+    def of(self, type_: str, pred: Callable[[Event], bool] = lambda e: True) -> list[Event]:
+        return [e for e in self.events if e.type == type_ and pred(e)]
+
+    def one(self, type_: str, pred: Callable[[Event], bool] = lambda e: True) -> Event:
+        found = self.of(type_, pred)
+        assert len(found) == 1, (type_, found)
+        return found[0]
+
+
+async def play(name: str, steps: int | None = None) -> Played:
+    """Run a scenario (all steps, or the first ``steps``) and return its checked log."""
+    with trio.fail_after(HANG_GUARD * 2):
+        async with open_run() as run:
+            driver = Driver(SCENARIOS[name], run, dwell=0)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(driver.main)
+                await run.wait_until(lambda: driver.ready, "setup")
+                total = len(driver.scenario.steps) if steps is None else steps
+                for n in range(1, total + 1):
+                    driver.step()
+                    await run.wait_until(
+                        lambda n=n: driver.completed >= n or driver.error is not None, "a step"
+                    )
+                    assert driver.error is None, driver.error
+                run.poll_log()
+                snapshot = driver.snapshot()
+                data = run.log_path.read_bytes()
+                nursery.cancel_scope.cancel()
+            run_dir = run.dir
+    scan = scan_log(data, strict=True)  # every line valid, every rule kept
+    assert scan.tail is None
+    return Played(scan, snapshot, run_dir, data)
+
+
+def assert_balanced(played: Played) -> None:
+    assert played.scan.checker.open_turn is None
+    assert played.scan.checker.balanced
+
+
+async def test_esc_scenario_log_and_runtime() -> None:
+    p = await play("esc")
+    assert_balanced(p)
+    assert [e.data["reason"]["kind"] for e in p.of("turn/end")] == ["aborted", "completed"]
+    assert p.snapshot["log"]["items"][-1]["type"] == "turn/end"
+
+    # The tool printed, was cancelled, and its output stayed, with ABORTED after it.
+    result = p.one("tool/result")
+    call_id = result.data["callId"]
+    outputs = p.of("tool/output", lambda e: e.data["callId"] == call_id)
+    assert len(outputs) >= 3
+    assert all(e.seq < result.seq for e in outputs)
+    assert all(e.data["text"].startswith("test ") for e in outputs)
+    assert result.data["error"] == {"code": "ABORTED"}
+    assert p.one("tool/call").seq < p.one("tool/spawned").seq < outputs[0].seq
+
+    # step/end closes the step right before turn/end{aborted} closes the turn.
+    end1 = p.of("turn/end")[0]
+    assert p.events[end1.seq - 1].type == "step/end"
+    assert p.events[end1.seq - 2] == result
+    assert "cause" not in end1.data["reason"]  # who cancelled is never in the log
+
+    # The queued follow-up was dropped unrun by the clear, before the turn ended.
+    queued = p.one(
+        "agent/inbox/spliced",
+        lambda e: any(m["text"] == QUEUED_REQUEST for m in e.data["inserted"]),
+    )
+    drops = p.of("agent/inbox/spliced", lambda e: e.data.get("outcome") == "canceled")
+    assert len(drops) == 2
+    first_drop = drops[0]
+    assert queued.seq < first_drop.seq < result.seq < end1.seq
+    assert first_drop.data["inserted"] == [] and first_drop.data["removedCount"] == 1
+    assert fold_consumed_work(p.events[: first_drop.seq + 1]).dropped_unrun
+    # ... and the aborted turn's own end accounts for that story (DSH fold, rule C4).
+    assert not fold_consumed_work(p.events[: end1.seq + 1]).dropped_unrun
+
+    # Same tick: queued and dropped, no turn started in between, dropped_unrun true.
+    same = p.one(
+        "agent/inbox/spliced",
+        lambda e: any(m["text"] == SAME_TICK_REQUEST for m in e.data["inserted"]),
+    )
+    second_drop = drops[1]
+    assert second_drop.seq == same.seq + 1
+    work = fold_consumed_work(p.events[: second_drop.seq + 1])
+    assert work.dropped_unrun and work.end_seq == end1.seq
+
+    # The next turn runs normally and resets the fold.
+    end2 = p.of("turn/end")[1]
+    assert end2.data == {"turn": 2, "reason": {"kind": "completed"}}
+    final = fold_consumed_work(p.events)
+    assert final.end_seq == end2.seq and not final.dropped_unrun
+
+    # Runtime side: live -> cancelled (user) -> released before turn/end; a fresh one for turn 2.
+    rt = p.snapshot["runtime"]
+    c1, c2, c3 = rt["controllers"]
+    assert c1["turn"] == 1 and c1["cause"] == "user"
+    assert [s.split(" ")[0] for s in c1["states"]] == ["live", "cancelled,", "released"]
+    assert c1["released_before_seq"] == end1.seq
+    assert c2["turn"] is None and c2["prevented"] and c2["cause"] == "user"
+    assert c3["turn"] == 2 and c3["cause"] is None and c3["released_before_seq"] == end2.seq
+    assert [(o["turn"], o["reason"], o["cause"]) for o in rt["outcomes"]] == [
+        (1, "aborted", "user"),
+        (2, "completed", None),
+    ]
+    assert [d["text"] for d in rt["dropped"]] == [QUEUED_REQUEST, SAME_TICK_REQUEST]
+    group = rt["groups"][0]
+    assert not group["alive"] and group_members(group["pgid"]) == []
+    assert rt["current"] is None and rt["status"] == "idle"
+
+
+async def test_kill_scenario_completes_the_crashed_turn() -> None:
+    p = await play("kill")
+    assert_balanced(p)
+    snap = p.snapshot
+    cut = snap["log"]["cutAfter"]
+    assert cut is not None
+
+    # Before the cut: a dispatched call with output and no result, open step, open turn.
+    before = p.events[: cut + 1]
+    assert [e.type for e in before if e.type in ("tool/result", "step/end", "turn/end")] == []
+    spawned = p.one("tool/spawned")
+    assert spawned.seq <= cut
+    assert any(e.type == "tool/output" for e in before)
+
+    # After the cut, written by recovery: placeholder, step/end, turn/end{interrupted}.
+    closers = p.events[cut + 1 : cut + 4]
+    assert [e.type for e in closers] == ["tool/result", "step/end", "turn/end"]
+    placeholder = closers[0].data
+    assert placeholder["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
+    assert placeholder["content"].startswith(
+        OUTCOME_UNKNOWN_TEXT.format(name="bash", call_id=spawned.data["callId"])
+    )
+    assert placeholder["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+    assert closers[2].data == {"turn": 1, "reason": {"kind": "interrupted"}}
+    assert {i["seq"] for i in snap["log"]["items"] if i["origin"] == "recovery"} == {
+        e.seq for e in closers
+    }
+
+    # The orphaned group was alive after the kill and is gone after the restart.
+    group = snap["runtime"]["groups"][0]
+    assert group["wasOrphaned"] and not group["alive"]
+    assert group_members(spawned.data["pgid"]) == []
+
+    # Every byte written before the crash is still there, and a later turn completes.
+    end2 = p.of("turn/end")[1]
+    assert end2.data == {"turn": 2, "reason": {"kind": "completed"}}
+    assert any(e.data["message"]["text"] == AFTER_CRASH_REQUEST for e in p.of("user/message"))
+    workers = snap["runtime"]["workers"]
+    assert [(w["mode"], w["state"]) for w in workers] == [
+        ("create", "killed"),
+        ("open", "running"),
+    ]
+
+
+async def test_truncate_scenario_reports_without_writing() -> None:
+    p = await play("truncate")
+    assert_balanced(p)
+    contrast = p.snapshot["contrast"]
+    t = contrast["truncate"]
+    assert contrast["file"]["unchanged"]
+    assert t["turn"] == 1 and t["keptEvents"] == 1
+    assert t["toolOutputBytes"] > 0 and t["streamedChars"] > 0
+    assert t["dispatchedCalls"] == ["call-1-1-1"]
+    assert t["reclaimedMessages"] == 1
+    assert [c["type"] for c in contrast["complete"]["closers"]] == [
+        "tool/result",
+        "step/end",
+        "turn/end",
+    ]
+    # The report was never written: after real recovery, every event it would drop is kept.
+    dropped = set(contrast["droppedSeqs"])
+    assert dropped and dropped <= {e.seq for e in p.events}
+    assert p.events[-1].data == {"turn": 1, "reason": {"kind": "interrupted"}}
+    assert len(p.events) == contrast["complete"]["keptEvents"] + 3
+
+
+async def test_teardown_mid_tool_leaves_nothing(leak_guard: str) -> None:
+    """Leaving a run while its tool runs stops the worker and the whole tool group."""
+    pgid = None
+    with trio.fail_after(HANG_GUARD):
+        async with open_run() as run:
+            driver = Driver(SCENARIOS["esc"], run, dwell=0)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(driver.main)
+                await run.wait_until(lambda: driver.ready, "setup")
+                driver.step()
+                await run.wait_until(lambda: driver.completed >= 1, "the turn to start")
+                pgid = run.find("tool/spawned")[0].data["pgid"]
+                assert group_members(pgid)
+                nursery.cancel_scope.cancel()
+            run_dir = run.dir
+    assert pgid is not None and group_members(pgid) == []
+    assert not run_dir.exists()
+
+
+async def test_teardown_after_kill_stops_the_orphan() -> None:
+    """Even with no restart, a run that ends after kill -9 stops the orphaned group."""
+    run_ref: list[Run] = []
+    with trio.fail_after(HANG_GUARD):
+        async with open_run() as run:
+            run_ref.append(run)
+            driver = Driver(SCENARIOS["kill"], run, dwell=0)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(driver.main)
+                await run.wait_until(lambda: driver.ready, "setup")
+                for n in (1, 2):
+                    driver.step()
+                    await run.wait_until(lambda n=n: driver.completed >= n, "a step")
+                pgid = run.find("tool/spawned")[0].data["pgid"]
+                assert group_members(pgid)  # orphaned, still running
+                nursery.cancel_scope.cancel()
+    assert group_members(pgid) == []

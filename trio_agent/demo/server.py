@@ -1,0 +1,453 @@
+"""``trio-agent serve``: the demo page and its websocket on one port.
+
+h11 reads each request first. A plain ``GET /`` gets the page (one self-contained HTML file:
+inline CSS and JS, no external assets). A websocket upgrade on ``/ws`` is handed, with the
+bytes already read, to trio-websocket. Every other request gets a short error response.
+
+Safety: loopback by default; the ``Host`` header must name this server (DNS rebinding) and a
+websocket's ``Origin`` must be the page's own origin, else 403; a websocket message larger
+than :data:`MAX_MESSAGE` closes the connection with 1009; a malformed or unknown message gets
+an error frame and the connection goes on. Each websocket connection gets its own scenario
+run (own temporary session directory, own worker process); when the connection goes away
+for any reason its run is torn down, which stops its worker and tool processes.
+
+Client to server (JSON text frames): ``{"type": "select", "scenario": "esc"|"kill"|
+"truncate"}``, ``{"type": "play", "dwell"?: seconds}``, ``{"type": "pause"}``, ``{"type":
+"step"}``, ``{"type": "reset"}``, ``{"type": "ping"}``. Server to client: ``hello`` (the
+scenarios), ``state`` (a full snapshot, sent whenever it changes), ``error`` and ``pong``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import math
+import signal
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any, Final, TextIO
+
+import attrs
+import h11
+import orjson
+import trio
+import trio_websocket
+
+from .engine import DemoError, Driver, open_run
+from .scenarios import SCENARIOS
+
+#: Largest websocket message accepted from a browser; larger ones close with 1009.
+MAX_MESSAGE: Final = 4096
+#: Largest request head accepted by the h11 front.
+MAX_HEAD: Final = 16384
+#: Seconds a client gets to send its request head.
+HEAD_TIMEOUT: Final = 10.0
+#: Scenario runs (worker processes) the server runs at once, across all clients.
+MAX_RUNS: Final = 8
+#: Fastest rate at which state snapshots are pushed to one client (seconds between them).
+PUSH_INTERVAL: Final = 0.08
+DEFAULT_DWELL: Final = 2.5
+
+
+def page() -> bytes:
+    return resources.files(__package__).joinpath("static/index.html").read_bytes()
+
+
+class Replay(trio.abc.Stream):
+    """A stream that first returns bytes already read from ``stream``, then reads on."""
+
+    def __init__(self, prefix: bytes, stream: trio.abc.Stream) -> None:
+        self._prefix = prefix
+        self._stream = stream
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._prefix:
+            n = len(self._prefix) if max_bytes is None else max_bytes
+            data, self._prefix = self._prefix[:n], self._prefix[n:]
+            await trio.lowlevel.checkpoint()
+            return data
+        return bytes(await self._stream.receive_some(max_bytes))
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        if isinstance(self._stream, trio.abc.HalfCloseableStream):
+            await self._stream.send_eof()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@attrs.define
+class Origins:
+    """Which ``Host`` headers name this server and which page origins may open a websocket."""
+
+    host: str
+    port: int
+
+    def hosts(self) -> set[str] | None:
+        """Acceptable ``Host`` values, or ``None`` when any name may reach us (0.0.0.0)."""
+        if self.host in ("0.0.0.0", "::", ""):
+            return None
+        names = {self.host}
+        if _is_loopback(self.host):
+            names |= {"127.0.0.1", "localhost", "[::1]"}
+        return {f"{name}:{self.port}" for name in names} | (
+            {f"[{self.host}]:{self.port}"} if ":" in self.host else set()
+        )
+
+    def host_ok(self, host: str) -> bool:
+        allowed = self.hosts()
+        return bool(host) and (allowed is None or host in allowed)
+
+    def origin_ok(self, origin: str, host: str) -> bool:
+        return self.host_ok(host) and origin == f"http://{host}"
+
+
+async def read_head(stream: trio.abc.Stream) -> tuple[h11.Request | None, bytes]:
+    """Read one request head with h11; ``(request, every byte read)`` or ``(None, bytes)``."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+    raw = b""
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError:
+            return None, raw
+        if isinstance(event, h11.Request):
+            return event, raw
+        if event is h11.NEED_DATA:
+            data = bytes(await stream.receive_some(4096))
+            if not data:
+                return None, raw
+            raw += data
+            conn.receive_data(data)
+            continue
+        return None, raw
+
+
+async def respond(
+    stream: trio.abc.Stream, status: int, body: bytes, content_type: str = "text/plain"
+) -> None:
+    conn = h11.Connection(h11.SERVER)
+    # h11 must see a request before it will produce a response.
+    conn.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    conn.next_event()
+    headers = [
+        ("content-type", f"{content_type}; charset=utf-8"),
+        ("content-length", str(len(body))),
+        ("connection", "close"),
+        ("cache-control", "no-store"),
+        ("x-content-type-options", "nosniff"),
+    ]
+    if content_type == "text/html":
+        headers.append(
+            (
+                "content-security-policy",
+                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'",
+            )
+        )
+    data = conn.send(h11.Response(status_code=status, headers=headers))
+    data += conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+    await stream.send_all(data)
+
+
+def _header(request: h11.Request, name: bytes) -> str:
+    for key, value in request.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+class DemoServer:
+    """The HTTP + websocket front (see the module docstring)."""
+
+    def __init__(self, host: str, port: int, *, max_runs: int = MAX_RUNS) -> None:
+        self.origins = Origins(host, port)
+        self.runs = trio.CapacityLimiter(max_runs)
+        self.page = page()
+
+    async def handle(self, stream: trio.abc.Stream) -> None:
+        try:
+            await self._handle(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away
+        finally:
+            with trio.move_on_after(1, shield=True):
+                await stream.aclose()
+
+    async def _handle(self, stream: trio.abc.Stream) -> None:
+        request, raw, timed_out = None, b"", True
+        with trio.move_on_after(HEAD_TIMEOUT):
+            request, raw = await read_head(stream)
+            timed_out = False
+        if timed_out:
+            return  # the head never came
+        if request is None:
+            await respond(stream, 400, b"bad request\n")
+            return
+        host = _header(request, b"host")
+        if not self.origins.host_ok(host):
+            await respond(stream, 403, b"forbidden: unknown Host\n")
+            return
+        target = request.target.decode("latin-1").split("?", 1)[0]
+        upgrade = _header(request, b"upgrade").lower() == "websocket"
+        if target == "/ws" and upgrade:
+            origin = _header(request, b"origin")
+            if not self.origins.origin_ok(origin, host):
+                await respond(stream, 403, b"forbidden: websocket Origin is not this page\n")
+                return
+            await self._websocket(Replay(raw, stream))
+            return
+        if request.method not in (b"GET", b"HEAD"):
+            await respond(stream, 405, b"method not allowed\n")
+        elif target in ("/", "/index.html"):
+            await respond(stream, 200, self.page, "text/html")
+        elif target == "/healthz":
+            await respond(stream, 200, b"ok\n")
+        else:
+            await respond(stream, 404, b"not found\n")
+
+    async def _websocket(self, stream: Replay) -> None:
+        async with trio.open_nursery() as nursery:
+            request = await trio_websocket.wrap_server_stream(
+                nursery, stream, message_queue_size=4, max_message_size=MAX_MESSAGE
+            )
+            conn = await request.accept()
+            try:
+                await Client(self, conn).run()
+            finally:
+                with trio.move_on_after(2, shield=True):
+                    await conn.aclose()
+                nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class _Current:
+    name: str
+    scope: trio.CancelScope
+    done: trio.Event
+    driver: Driver | None = None
+    error: str | None = None
+
+
+class Client:
+    """One browser connection: its own scenario run, torn down when it goes away."""
+
+    def __init__(self, server: DemoServer, conn: trio_websocket.WebSocketConnection) -> None:
+        self.server = server
+        self.conn = conn
+        self.current: _Current | None = None
+        self.dwell = DEFAULT_DWELL
+        self._outbox_send, self._outbox = trio.open_memory_channel[dict[str, Any]](16)
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._sender)
+                await self._send(
+                    {
+                        "type": "hello",
+                        "scenarios": [
+                            {"name": s.name, "title": s.title, "summary": s.summary}
+                            for s in SCENARIOS.values()
+                        ],
+                    }
+                )
+                try:
+                    await self._receive()
+                finally:
+                    nursery.cancel_scope.cancel()  # tears the run down (bounded, shielded)
+        except* trio_websocket.ConnectionClosed:
+            pass
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        await self.conn.send_message(orjson.dumps(message).decode())
+
+    def error(self, message: str) -> None:
+        # A client that floods us with bad messages loses some of its error frames.
+        with contextlib.suppress(trio.WouldBlock):
+            self._outbox_send.send_nowait({"type": "error", "message": message})
+
+    # -- receiving ------------------------------------------------------------------------------
+
+    async def _receive(self) -> None:
+        while True:
+            try:
+                message = await self.conn.get_message()
+            except trio_websocket.ConnectionClosed:
+                return
+            if isinstance(message, bytes):
+                self.error("binary frames are not accepted; send JSON text")
+                continue
+            try:
+                obj = orjson.loads(message)
+            except orjson.JSONDecodeError:
+                self.error("bad message: not JSON")
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+                self.error('bad message: expected a JSON object with a string "type"')
+                continue
+            await self._dispatch(obj)
+
+    async def _dispatch(self, msg: dict[str, Any]) -> None:
+        kind = msg["type"]
+        if kind == "ping":
+            await self._outbox_send.send({"type": "pong"})
+        elif kind == "select":
+            name = msg.get("scenario")
+            if name not in SCENARIOS:
+                self.error(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
+                return
+            await self._start(name)
+        elif kind == "reset":
+            if self.current is None:
+                self.error("nothing to reset: select a scenario first")
+                return
+            await self._start(self.current.name)
+        elif kind in ("play", "pause", "step"):
+            driver = self.current.driver if self.current is not None else None
+            if driver is None:
+                self.error(f"{kind}: select a scenario first")
+                return
+            if kind == "play":
+                dwell = msg.get("dwell", self.dwell)
+                if (
+                    type(dwell) not in (int, float)
+                    or not math.isfinite(dwell)
+                    or not (0 <= dwell <= 30)
+                ):
+                    self.error("play: dwell must be a number of seconds between 0 and 30")
+                    return
+                self.dwell = float(dwell)
+                driver.play(self.dwell)
+            elif kind == "pause":
+                driver.pause()
+            else:
+                driver.step()
+        else:
+            self.error(f"unknown message type {kind!r}")
+
+    # -- the scenario run -------------------------------------------------------------------------
+
+    async def _start(self, name: str) -> None:
+        old = self.current
+        if old is not None:
+            old.scope.cancel()
+            await old.done.wait()
+        assert self._nursery is not None
+        self.current = await self._nursery.start(self._scenario, name)
+
+    async def _scenario(self, name: str, task_status: trio.TaskStatus[_Current]) -> None:
+        current = _Current(name, trio.CancelScope(), trio.Event())
+        task_status.started(current)
+        try:
+            with current.scope:
+                try:
+                    self.server.runs.acquire_on_behalf_of_nowait(current)
+                except trio.WouldBlock:
+                    current.error = "the server is running as many demos as it allows; try later"
+                    self.error(current.error)
+                    return
+                try:
+                    async with open_run() as run:
+                        current.driver = Driver(SCENARIOS[name], run, dwell=self.dwell)
+                        try:
+                            await current.driver.main()
+                        except DemoError:
+                            await trio.sleep_forever()  # keep showing the state until reset
+                finally:
+                    self.server.runs.release_on_behalf_of(current)
+        finally:
+            current.done.set()
+
+    # -- sending --------------------------------------------------------------------------------
+
+    async def _sender(self) -> None:
+        last: tuple[int, int] | None = None
+        while True:
+            with trio.move_on_after(PUSH_INTERVAL):
+                message = await self._outbox.receive()
+                await self._send(message)
+                continue
+            current = self.current
+            driver = current.driver if current is not None else None
+            if driver is None:
+                continue
+            key = (id(current), driver.run.version)
+            if key != last:
+                last = key
+                await self._send({"type": "state", "state": driver.snapshot()})
+
+
+async def serve(
+    host: str,
+    port: int,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled; ``task_status.started(port)`` once listening (port 0 = any)."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    await serve_on(listeners, host, task_status=task_status)
+
+
+async def serve_on(
+    listeners: list[trio.SocketListener],
+    host: str,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve on listeners already bound (so a bind error surfaces before any task starts)."""
+    actual = listeners[0].socket.getsockname()[1]
+    server = DemoServer(host, actual)
+    task_status.started(actual)
+    await trio.serve_listeners(server.handle, listeners)
+
+
+def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    async def main() -> None:
+        # SIGINT/SIGTERM cancel everything in order: each client's run is torn down (its
+        # worker and tool processes stopped) before the process exits.
+        listeners = await trio.open_tcp_listeners(args.port, host=args.host)
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
+                port = await nursery.start(serve_on, listeners, args.host)
+                shown = f"[{args.host}]" if ":" in args.host else args.host
+                print(f"trio-agent demo: http://{shown}:{port}/  (Ctrl+C to stop)", file=out)
+                out.flush()
+                if not _is_loopback(args.host):
+                    print(
+                        "warning: listening beyond loopback; anyone who can reach this port "
+                        "can start demo workers (bash subprocesses) on this machine",
+                        file=err,
+                    )
+
+    try:
+        trio.run(main)
+    except OSError as exc:
+        print(f"trio-agent serve: cannot listen on {args.host}:{args.port}: {exc}", file=err)
+        return 2
+    return 0
+
+
+async def _cancel_on_signal(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+    async for _ in signals:
+        scope.cancel()
+        return
