@@ -151,6 +151,12 @@ def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_demo(args, out, err)
 
 
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .interactive import main_run
+
+    return main_run(args, out, err)
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .demo import run_serve
 
@@ -197,6 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", nargs="?", default="all", choices=["esc", "kill", "truncate", "all"])
     p.add_argument("--step", action="store_true", help="wait for Enter between steps")
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser("run", help="an interactive agent: each line runs in bash; Ctrl-C cancels")
+    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.add_argument("--session", default="default", help="session id (created if missing)")
+    p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("serve", help="serve the demo web page")
     p.add_argument("--host", default="127.0.0.1")

@@ -1,0 +1,103 @@
+"""``trio-agent run``: Ctrl-C becomes cancel(user) for the running turn (issue 5, item 4).
+
+Real processes all the way: the CLI runs in a subprocess, its tool runs ``sleep`` in its own
+process group, and the test sends a real SIGINT to the CLI process only.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trio_agent.log import scan_log
+from trio_agent.tools.procgroup import group_members
+
+HANG_GUARD = 60  # seconds; only bounds a broken run, never asserted on
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trio_agent", "run", "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        assert stream is not None
+        stream.close()
+
+
+def read_until(proc: subprocess.Popen[str], needle: str) -> list[str]:
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} never printed; got {seen}")
+
+
+def send(proc: subprocess.Popen[str], line: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+def spawned_pgid(lines: list[str]) -> int:
+    (line,) = [x for x in lines if "tool/spawned" in x]
+    return int(line.rsplit("pgid ", 1)[1])
+
+
+def log_of(tmp_path: Path) -> bytes:
+    (path,) = tmp_path.glob("*/session.jsonl")
+    return path.read_bytes()
+
+
+def test_ctrl_c_cancels_the_running_turn_and_the_next_turn_runs(
+    cli: subprocess.Popen[str], tmp_path: Path
+) -> None:
+    send(cli, "sleep 30")
+    pgid = spawned_pgid(read_until(cli, "tool/spawned"))
+    assert group_members(pgid), "the tool's group should be running"
+    cli.send_signal(signal.SIGINT)
+    after = read_until(cli, "turn/end 1")
+    assert any("ABORTED" in line for line in after)
+    assert "ABORTED" in after[-1]
+    assert group_members(pgid) == [], "the whole group is gone once turn/end is written"
+    send(cli, "echo second")
+    read_until(cli, "turn/end 2 COMPLETED")
+    assert cli.stdin is not None
+    cli.stdin.close()
+    assert cli.wait(HANG_GUARD) == 0
+    scan = scan_log(log_of(tmp_path), strict=True)
+    assert scan.checker.balanced and scan.tail is None
+    kinds = [e.data["reason"]["kind"] for e in scan.events if e.type == "turn/end"]
+    assert kinds == ["aborted", "completed"]
+
+
+def test_second_ctrl_c_exits_after_a_graceful_shutdown(
+    cli: subprocess.Popen[str], tmp_path: Path
+) -> None:
+    send(cli, "sleep 30")
+    send(cli, "echo queued")
+    pgid = spawned_pgid(read_until(cli, "tool/spawned"))
+    cli.send_signal(signal.SIGINT)
+    read_until(cli, "turn/end 1")
+    cli.send_signal(signal.SIGINT)  # idle now: leave
+    assert cli.wait(HANG_GUARD) == 130
+    assert group_members(pgid) == []
+    scan = scan_log(log_of(tmp_path), strict=True)
+    assert scan.checker.balanced
+    # The user's cancel dropped the queued follow-up (default: inbox cleared).
+    assert scan.checker.inbox.next_turn == []
