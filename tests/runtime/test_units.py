@@ -317,6 +317,9 @@ class Ctx:
     def abort_detail(self, text: str) -> None:
         self.details.append(text)
 
+    async def flush(self) -> None:
+        raise AssertionError
+
 
 async def test_echo_and_sleep(autojump_clock: trio.testing.MockClock) -> None:
     c = Ctx()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from tools_testlib import alive, until, wait_members
+from tools_testlib import alive, state, until, wait_members
 
 from trio_agent.tools.procgroup import (
     boot_id,
@@ -108,6 +108,14 @@ async def test_terminate_group_that_ignores_sigterm_needs_sigkill() -> None:
     assert report.term_sent and report.kill_needed
     assert report.leader_exit_signal == signal.SIGKILL
     assert len(report.members_seen) == 2 and report.group_gone
+    assert group_members(proc.pid) == []
+
+
+async def test_stopped_member_is_continued_and_honours_sigterm() -> None:
+    proc = await _spawn(["bash", "-c", "sleep 100 & kill -STOP $!; wait"])
+    await until(lambda: any(state(p) == "T" for p in group_members(proc.pid)))
+    report = await terminate_group(proc.pid, leader=proc, grace=10)
+    assert report.term_sent and not report.kill_needed  # SIGCONT let it act on SIGTERM
     assert group_members(proc.pid) == []
 
 

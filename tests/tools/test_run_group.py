@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import trio
-from tools_testlib import HANG_GUARD, Recorder, pgid_and_sid, ppid, until
+from tools_testlib import HANG_GUARD, Recorder, alive, pgid_and_sid, ppid, until, wait_gone
 
 from trio_agent.tools.procgroup import (
     GroupResult,
@@ -38,10 +38,13 @@ async def _cancel_when(
     """Start ``argv``, cancel its scope once ``ready`` holds; return what on_abort got."""
     rec = Recorder()
     scope = trio.CancelScope()
+    left_at_return: list[int] = []
 
     async def runner() -> None:
         with scope:
             await run_group(argv, **rec.callbacks(), **kwargs)
+        # The guarantee under test: the moment the cancelled call is over, the group is gone.
+        left_at_return.extend(group_members(rec.pgid))
 
     with trio.fail_after(HANG_GUARD):
         async with trio.open_nursery() as nursery:
@@ -49,9 +52,8 @@ async def _cancel_when(
             await until(lambda: len(rec.spawns) == 1 and ready(rec))
             scope.cancel()
     assert scope.cancelled_caught, "run_group returned instead of raising Cancelled"
+    assert left_at_return == []
     assert len(rec.aborts) == 1
-    # The guarantee under test: once the cancelled call is over, the whole group is gone.
-    assert group_members(rec.pgid) == []
     return rec, rec.aborts[0]
 
 
@@ -191,6 +193,30 @@ async def test_leftover_member_that_ignores_sigterm_is_killed() -> None:
     assert rec.text() == "hi\n" and res.exit_code == 0
     assert len(res.stray_members) == 1 and res.kill_needed
     assert group_members(res.pgid) == []
+
+
+async def test_an_escaped_process_is_out_of_reach_but_cannot_hang_the_call(
+    tmp_path: Path,
+) -> None:
+    # spec/tools.md §10: setsid leaves the group, so it is not stopped; it still holds stdout,
+    # so EOF never comes and the call stops reading once the group itself is gone.
+    escaped_now = tmp_path / "escaped"
+    os.mkfifo(escaped_now)
+    # The leader waits on the fifo until the child has really left, then exits.
+    script = (
+        f"setsid sh -c 'echo escaped $$; echo > {escaped_now}; exec sleep 100' & "
+        f"read -r _ < {escaped_now}"
+    )
+    rec = Recorder()
+    res = await _run(["bash", "-c", script], rec)
+    escaped = int(rec.text().split()[1])
+    try:
+        assert res.exit_code == 0 and res.pipes_held
+        assert group_members(res.pgid) == [] and res.stray_members == ()
+        assert alive(escaped) and pgid_and_sid(escaped) == (escaped, escaped)
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+        await wait_gone(escaped)
 
 
 async def test_timeout_stops_the_group() -> None:

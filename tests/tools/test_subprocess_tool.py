@@ -149,3 +149,42 @@ async def test_missing_program_is_tool_failed() -> None:
 def test_a_str_argv_is_a_programming_error() -> None:
     with pytest.raises(TypeError, match="not a str"):
         SubprocessTool("ls", "ls -l")
+
+
+async def test_spawn_gate_holds_the_command_until_tool_spawned_is_durable(tmp_path: Any) -> None:
+    # spec/tools.md "Spawn gate": the group exists (tool/spawned is appended) but nothing of
+    # the command runs until the flush returned, so a crash can never hide a running group.
+    marker = tmp_path / "ran"
+    ctx = Recorder()
+
+    def at_flush() -> tuple[bool, list[int]]:
+        (pgid, _) = ctx.spawns[0]
+        return marker.exists(), group_members(pgid)
+
+    ctx.on_flush = at_flush
+    with trio.fail_after(HANG_GUARD):
+        outcome = await BashTool().run(_call({"command": f"touch {marker}"}), ctx)
+    assert outcome == ToolOutcome(content="exit code 0")
+    ((ran_before_flush, members),) = ctx.flushes
+    assert ran_before_flush is False
+    assert members == [ctx.pgid], "the gated leader is alive and alone in its group"
+    assert marker.exists()
+
+
+async def test_failed_flush_means_the_command_never_runs(tmp_path: Any) -> None:
+    marker = tmp_path / "ran"
+    ctx = Recorder()
+
+    def refuse() -> None:
+        raise OSError(28, "No space left on device")
+
+    ctx.on_flush = refuse
+    raised: list[BaseException] = []
+    with trio.fail_after(HANG_GUARD):
+        try:
+            await BashTool().run(_call({"command": f"touch {marker}"}), ctx)
+        except* OSError as group:
+            raised.extend(group.exceptions)
+    assert [e.errno for e in raised if isinstance(e, OSError)] == [28]
+    assert group_members(ctx.pgid) == []
+    assert not marker.exists()

@@ -139,6 +139,13 @@ class Recorder:
     chunks: list[tuple[Stream, str]] = attrs.field(factory=list)
     details: list[str] = attrs.field(factory=list)
     aborts: list[GroupResult] = attrs.field(factory=list)
+    #: Runs at each ``flush`` (the spawn gate); what it sees is recorded in ``flushes``.
+    on_flush: Callable[[], object] | None = None
+    flushes: list[object] = attrs.field(factory=list)
+
+    async def flush(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self.flushes.append(self.on_flush() if self.on_flush is not None else None)
 
     def output(self, stream: Stream, text: str) -> None:
         self.chunks.append((stream, text))

@@ -139,6 +139,10 @@ class _ToolContext:
         self._check("abort detail")
         self._slot.details.append(str(text))
 
+    async def flush(self) -> None:
+        self._check("flush")
+        await self._step.session.flush()
+
     def finish(self) -> None:
         self._finished = True
 

@@ -69,6 +69,12 @@ class ToolContext(Protocol):
     def abort_detail(self, text: str) -> None:
         """Record what was observed while stopping (goes into the ``ABORTED`` result's content)."""
 
+    async def flush(self) -> None:
+        """Make everything appended so far durable (a checkpoint; may raise a write error).
+
+        A subprocess tool awaits it after ``spawned`` and before letting the process run, so
+        crash recovery can always find the group (spec/tools.md, "Spawn gate")."""
+
 
 class Tool(Protocol):
     """A tool. ``parallel`` tools of one step may run concurrently; others run alone."""

@@ -12,13 +12,15 @@ the group can only ever reach processes of the group we started (spec/tools.md �
 from __future__ import annotations
 
 import codecs
+import errno
 import functools
 import math
 import os
+import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Final, Literal
 
 import attrs
 import trio
@@ -37,10 +39,15 @@ DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 #: left the group (spec/tools.md §10) still holds a pipe; then we stop reading after this long.
 PIPE_DRAIN_WAIT = 1.0
 
-# Poll with a short, growing interval: most groups vanish within a millisecond of the signal,
-# and a /proc scan costs a few hundred microseconds, so polling fast at first is cheap.
+# Poll with a short, growing interval: most groups vanish within a millisecond or two of the
+# signal. A scan reads one stat file per process on the host (about 10 µs each), so the
+# interval also grows with the measured cost of a scan (see _wait_group_empty).
 _POLL_FIRST = 0.001
+_POLL_GROWTH = 1.5
 _POLL_MAX = 0.02
+
+# A stat line is 52 numbers and a command name of at most 64 bytes: well under this.
+_STAT_MAX = 4096
 
 # ``Z`` (zombie) and ``X`` (dead) entries have exited; they can run no code and write nothing.
 _EXITED_STATES = frozenset({"Z", "X"})
@@ -62,12 +69,19 @@ class _Stat:
 
 def _read_stat(pid: int) -> _Stat | None:
     """Parse the fields we need from ``/proc/<pid>/stat``; ``None`` if the process is gone."""
+    # Raw os.open/os.read: this runs for every process on every poll, and it is about twice
+    # as fast as open(), which builds a buffered file object each time.
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        # ProcessLookupError (ESRCH): the process was reaped between open() and read().
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
         return None
+    try:
+        raw = os.read(fd, _STAT_MAX)
+    except ProcessLookupError:
+        # ESRCH: the process was reaped between open() and read().
+        return None
+    finally:
+        os.close(fd)
     # Field 2 (comm) is the executable's name in parentheses and may itself contain spaces and
     # ')' (a program can be called "a) (b"), so the fixed fields start after the *last* ')'.
     _, sep, rest = raw.rpartition(b")")
@@ -176,15 +190,22 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
-async def _wait_group_empty(pgid: int, seen: set[int], deadline: float, *, kill: bool) -> list[int]:
+async def _wait_group_empty(
+    pgid: int, seen: set[int], deadline: float, *, pause_first: bool, kill: bool
+) -> list[int]:
     """Poll until the group has no live member or ``deadline``; returns who is left.
 
-    With ``kill``, SIGKILL is re-sent whenever a scan finds members: cheap, and it reaches a
-    process that joined the group after the previous signal. It is only sent right after a
-    scan saw live members, which pin the pgid (see the module docstring).
+    ``pause_first`` skips the scan that would run right after a signal: nothing has had time
+    to die yet, and a scan costs about a millisecond. With ``kill``, SIGKILL is re-sent
+    whenever a scan finds members, which reaches a process that joined the group after the
+    previous signal; it is only ever sent right after a scan saw live members, and those
+    pin the pgid (see the module docstring).
     """
     delay = _POLL_FIRST
+    if pause_first:
+        await trio.sleep(max(0.0, min(delay, deadline - trio.current_time())))
     while True:
+        scan_start = trio.current_time()
         members = group_members(pgid)
         seen.update(members)
         if not members:
@@ -195,7 +216,10 @@ async def _wait_group_empty(pgid: int, seen: set[int], deadline: float, *, kill:
         if now >= deadline:
             return members
         await trio.sleep(min(delay, deadline - now))
-        delay = min(delay * 2, _POLL_MAX)
+        # A scan reads every process's stat file, so on a busy host it is not free. Early
+        # polls stay quick (that is when groups die); the steady interval of a long grace is
+        # kept at four scans' worth or more, so scanning takes at most a fifth of the time.
+        delay = min(delay * _POLL_GROWTH, max(_POLL_MAX, 4 * (now - scan_start)))
 
 
 async def terminate_group(
@@ -205,8 +229,8 @@ async def terminate_group(
     grace: float,
     kill_wait: float = DEFAULT_KILL_WAIT,
 ) -> TerminationReport:
-    """SIGTERM the group, wait up to ``grace``, SIGKILL it, wait until no member is left
-    (spec/tools.md §4).
+    """SIGTERM (and SIGCONT) the group, wait up to ``grace``, SIGKILL it, wait until no member
+    is left (spec/tools.md §4).
 
     ``leader`` is the group leader when we spawned it (``pgid == leader.pid``); it must not
     have been reaped yet. Its zombie pins the pgid, so the final SIGKILL is sent to the group
@@ -226,13 +250,21 @@ async def terminate_group(
     term_sent = False
     if members:
         term_sent = _signal_group(pgid, signal.SIGTERM)
-        members = await _wait_group_empty(pgid, seen, trio.current_time() + grace, kill=False)
+        # A stopped member (SIGSTOP, Ctrl+Z) would sit on the SIGTERM until continued.
+        _signal_group(pgid, signal.SIGCONT)
+        members = await _wait_group_empty(
+            pgid, seen, trio.current_time() + grace, pause_first=True, kill=False
+        )
     kill_needed = bool(members)
-    if leader is not None:
-        # Even when the scan says empty: a member forked between scan and now still gets it,
-        # and the kernel makes a fork that races a group signal fail, so nothing escapes.
+    survivors: list[int] = []
+    if leader is not None or members:
+        # With our leader unreaped this goes out even when the scan says empty: a member
+        # forked after that scan still gets it (the kernel fails a fork that races a group
+        # signal), so nothing of the group can outlive this line.
         _signal_group(pgid, signal.SIGKILL)
-    survivors = await _wait_group_empty(pgid, seen, trio.current_time() + kill_wait, kill=True)
+        survivors = await _wait_group_empty(
+            pgid, seen, trio.current_time() + kill_wait, pause_first=kill_needed, kill=True
+        )
     code: int | None = None
     sig: int | None = None
     if leader is not None:
@@ -349,12 +381,36 @@ async def _wait_exited(pid: int) -> None:
         os.close(fd)
 
 
+#: The leader's first program when a spawn gate is used: wait for the caller's "go" on stdin
+#: (the gate pipe), then become the tool itself with stdin from /dev/null as usual (exec keeps
+#: pid, pgid and start time, so the recorded identity stays valid). End-of-file means the
+#: caller died before the gate opened: do nothing.
+_GATE_SCRIPT: Final = 'read -r _ || exit 125; exec "$@" </dev/null'
+
+
+def _check_program(
+    program: str, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None
+) -> None:
+    """Raise what Popen would for a program that cannot be started."""
+    if "/" in program:
+        found = os.path.join(cwd, program) if cwd is not None else program
+        usable = os.path.isfile(found) and os.access(found, os.X_OK)
+    else:
+        usable = (
+            shutil.which(program, path=(env if env is not None else os.environ).get("PATH"))
+            is not None
+        )
+    if not usable:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
 async def run_group(
     argv: Sequence[str],
     *,
     on_spawned: Callable[[int, str], None],
     on_output: Callable[[Stream, str], None],
     on_abort: Callable[[GroupResult], None] | None = None,
+    ready: Callable[[], Awaitable[None]] | None = None,
     grace: float = DEFAULT_GRACE,
     timeout: float | None = None,
     kill_wait: float = DEFAULT_KILL_WAIT,
@@ -366,6 +422,10 @@ async def run_group(
     """Run ``argv`` as the leader of a new process group and session (spec/tools.md §2–§8).
 
     - ``on_spawned(pgid, identity)`` is called once, right after the group exists.
+    - ``ready()``, when given, is awaited after ``on_spawned`` and before ``argv`` may run:
+      until it returns, the leader is a tiny ``sh`` blocked on a gate pipe, so nothing of
+      the tool happens before the caller made ``tool/spawned`` durable (spec/tools.md, "Spawn
+      gate"). If the caller dies first, the gate reads end-of-file and the leader exits 125.
     - ``on_output(stream, text)`` gets the output as it arrives; each call carries the text
       decoded (UTF-8, ``errors="replace"``, never splitting a character) from at most
       ``chunk_bytes`` bytes of one pipe. After ``max_output_bytes`` in total, output is
@@ -374,8 +434,12 @@ async def run_group(
     - After ``timeout`` seconds the group is terminated and the result says ``timed_out``.
     - If the enclosing scope is cancelled (or a callback raises), the group is terminated
       under a shield (bounded, see :func:`terminate_group`), ``on_abort`` gets what was
-      observed, and the exception propagates. Like any trio nursery, a cancellation may
-      surface wrapped in a ``BaseExceptionGroup``; the cancelling scope still catches it.
+      observed, and the exception propagates. It comes out of a nursery, so a cancellation
+      arrives as a ``BaseExceptionGroup`` holding the ``Cancelled``; the cancelling scope
+      catches it as usual. Use ``on_abort`` and ``finally``, never ``except Cancelled``.
+    - A cancel that arrives after the leader exited on its own (while its leftovers are being
+      stopped) does not undo the finished run: the result is returned, and the caller's next
+      checkpoint raises.
 
     Returns (or calls ``on_abort``) only after every member of the group is gone.
     """
@@ -386,15 +450,29 @@ async def run_group(
     deadline = math.inf if timeout is None else trio.current_time() + timeout
     # Popen runs in a thread that trio never abandons, so once this returns the group exists
     # even if a cancel is already pending: there must be no checkpoint before the ``try``.
-    proc = await trio.lowlevel.open_process(
-        list(argv),
-        start_new_session=True,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-    )
+    gate_read = gate_write = -1
+    command = list(argv)
+    if ready is not None:
+        _check_program(command[0], cwd, env)  # behind the gate, exec would fail only later
+        gate_read, gate_write = os.pipe()
+        command = ["/bin/sh", "-c", _GATE_SCRIPT, "trio-agent-gate", *command]
+    try:
+        proc = await trio.lowlevel.open_process(
+            command,
+            start_new_session=True,
+            stdin=gate_read if ready is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+        )
+    except BaseException:
+        if gate_write >= 0:
+            os.close(gate_write)
+        raise
+    finally:
+        if gate_read >= 0:
+            os.close(gate_read)
     assert proc.stdout is not None and proc.stderr is not None
     pgid = proc.pid  # start_new_session: the child called setsid(), so pgid == sid == pid
     identity = ""
@@ -411,11 +489,19 @@ async def run_group(
                 if not identity:
                     raise RuntimeError(f"no /proc entry for our unreaped child {pgid}")
                 on_spawned(pgid, identity)
+                if ready is not None:
+                    await ready()
+                    os.write(gate_write, b"go\n")
+                    os.close(gate_write)
+                    gate_write = -1
                 with trio.move_on_at(deadline) as timeout_scope:
                     await _wait_exited(pgid)
                 timed_out = timeout_scope.cancelled_caught
                 leader_exited = not timed_out
             finally:
+                if gate_write >= 0:  # never opened: the gate reads end-of-file and exits
+                    os.close(gate_write)
+                    gate_write = -1
                 with trio.CancelScope(shield=True):
                     report = await terminate_group(
                         pgid, leader=proc, grace=grace, kill_wait=kill_wait

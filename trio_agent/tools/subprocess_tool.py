@@ -11,14 +11,16 @@ import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from trio_agent.tools.base import ToolCall, ToolContext, ToolOutcome
-from trio_agent.tools.procgroup import (
+from .base import ToolCall, ToolContext, ToolOutcome
+from .procgroup import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_GRACE,
     DEFAULT_MAX_OUTPUT_BYTES,
     GroupResult,
     run_group,
 )
+
+__all__ = ["ArgvBuilder", "BadArguments", "BashTool", "SubprocessTool"]
 
 TOOL_FAILED = "TOOL_FAILED"
 
@@ -145,9 +147,8 @@ class SubprocessTool:
 
         def on_abort(result: GroupResult) -> None:
             # Only a cancel or a failing callback gets here; both leave the group stopped.
-            ctx.abort_detail(
-                f"stopped process group {result.pgid}: {_stopping(result, self.grace)}"
-            )
+            head = f"stopped process group {result.pgid}: {_stopping(result, self.grace)}"
+            ctx.abort_detail("; ".join([head, *_caveats(result, self.max_output_bytes)]))
 
         try:
             result = await run_group(
@@ -155,6 +156,7 @@ class SubprocessTool:
                 on_spawned=ctx.spawned,
                 on_output=ctx.output,
                 on_abort=on_abort,
+                ready=ctx.flush,
                 grace=self.grace,
                 timeout=self.timeout,
                 chunk_bytes=self.chunk_bytes,

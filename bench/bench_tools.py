@@ -1,0 +1,113 @@
+"""Cancel → whole process group gone, measured on real process trees (spec/tools.md §4).
+
+``python -m bench tools``. For each run: start the tree with ``run_group``, wait until every
+process of it exists, then time from ``cancel()`` to the moment the cancelled ``run_group``
+call is over (by contract, the group is gone then; each run re-checks /proc to be sure).
+The floor is SIGKILL + reap of one plain child, measured the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from trio_agent.tools.procgroup import group_members, run_group
+
+RUNS = 200
+SMALL_GRACE = 0.05
+
+HONOURS_TERM = ["bash", "-c", "sleep 100 & sleep 100 & wait"]
+IGNORES_TERM = ["bash", "-c", "trap '' TERM; sleep 100 & sleep 100 & wait"]
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _until(predicate: Callable[[], bool]) -> None:
+    with trio.fail_after(30):
+        while not predicate():
+            await trio.sleep(0.001)
+
+
+async def _kill_one_child() -> float:
+    proc = await trio.lowlevel.open_process(["sleep", "100"])
+    start = time.perf_counter()
+    proc.kill()
+    await proc.wait()
+    return time.perf_counter() - start
+
+
+async def _cancel_group(argv: list[str], grace: float) -> float:
+    """One run: the seconds from cancel() to the end of the cancelled run_group call."""
+    pgids: list[int] = []
+    scope = trio.CancelScope()
+    finished = trio.Event()
+
+    async def tool() -> None:
+        with scope:
+            await run_group(
+                argv, on_spawned=lambda pgid, _: pgids.append(pgid), on_output=lambda s, t: None,
+                grace=grace,
+            )  # fmt: skip
+        finished.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tool)
+        await _until(lambda: bool(pgids) and len(group_members(pgids[0])) == 3)
+        start = time.perf_counter()
+        scope.cancel()
+        await finished.wait()
+        elapsed = time.perf_counter() - start
+    if group_members(pgids[0]):
+        raise AssertionError(f"group {pgids[0]} still has members after cancel returned")
+    return elapsed
+
+
+async def _sample(run: Callable[[], Awaitable[float]]) -> list[float]:
+    await run()  # warm-up: first spawn pays for imports and the thread pool
+    return [await run() for _ in range(RUNS)]
+
+
+def _line(label: str, samples: list[float], extra: str = "") -> None:
+    p50, p99 = _percentile(samples, 0.5) * 1e3, _percentile(samples, 0.99) * 1e3
+    print(f"  {label:<44} p50 {p50:8.2f} ms   p99 {p99:8.2f} ms{extra}", flush=True)
+
+
+async def _main() -> None:
+    processes = sum(name.isdigit() for name in os.listdir("/proc"))
+    start = time.perf_counter()
+    for _ in range(50):
+        group_members(1)
+    scan = (time.perf_counter() - start) / 50
+    print(f"  host: {processes} processes; one /proc group scan takes {scan * 1e3:.2f} ms")
+    print(f"  {RUNS} runs each; latency from cancel() to the cancelled call returning")
+    floor = await _sample(_kill_one_child)
+    _line("floor: SIGKILL + reap one plain child", floor)
+
+    honour = await _sample(lambda: _cancel_group(HONOURS_TERM, grace=2.0))
+    ratio = statistics.median(honour) / statistics.median(floor)
+    _line("bash + 2 sleeps, honour SIGTERM (grace 2 s)", honour, f"   = {ratio:.1f}x floor p50")
+
+    ignore = await _sample(lambda: _cancel_group(IGNORES_TERM, grace=SMALL_GRACE))
+    _line(f"bash + 2 sleeps, ignore SIGTERM (grace {SMALL_GRACE * 1e3:g} ms)", ignore)
+    over = [s - SMALL_GRACE for s in ignore]
+    ratio = statistics.median(ignore) / SMALL_GRACE
+    _line("  overhead above the grace", over, f"   total = {ratio:.3f}x grace p50")
+    print(f"  groups left with members after cancel: 0 of {2 * RUNS}", flush=True)
+
+
+def main() -> None:
+    if subprocess.run(["bash", "-c", "true"], check=False).returncode != 0:
+        raise SystemExit("bench_tools needs bash")
+    trio.run(_main)
+
+
+if __name__ == "__main__":
+    main()
