@@ -315,7 +315,7 @@ valid(
 
 valid(
     "results-not-in-request-order",
-    "No rule orders results: the runtime commits them in request order (tools.md), but a checker "
+    "No rule orders results: the runtime commits them in request order (cancel.md K15), but a checker "
     "accepts c2's result before c1's.",
     [*opening(), amsg(1, 1, tc("c1", "read_file", {"path": "a"}), tc("c2", "read_file", {"path": "b"})),
      call(1, 1, "c1", "read_file", {"path": "a"}), call(1, 1, "c2", "read_file", {"path": "b"}),
