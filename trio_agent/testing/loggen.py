@@ -59,7 +59,7 @@ class LogGenerator:
         for target in ("next-step", "next-turn"):
             queue = self.queues[target]
             if queue:
-                data = {
+                data: dict[str, Any] = {
                     "target": target,
                     "start": 0,
                     "removedCount": len(queue),
@@ -153,12 +153,12 @@ class LogGenerator:
         fate = self.rng.random()
         if fate < 0.1:  # cancelled mid-stream: keep the visible prefix
             if text:
-                content = [{"type": "text", "text": text}]
+                prefix = [{"type": "text", "text": text}]
                 self.emit(
                     "assistant/message",
                     {
                         **ts,
-                        "message": {"id": self._id("a"), "content": content},
+                        "message": {"id": self._id("a"), "content": prefix},
                         "interrupted": True,
                     },
                 )

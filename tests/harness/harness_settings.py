@@ -1,0 +1,55 @@
+"""Budgets and the seed of the harness tests (environment variables, documented in
+spec/harness.md §Running).
+
+``TRIO_AGENT_HARNESS_SEED``      reproduce a run: the seed printed at the end of the session
+``TRIO_AGENT_HARNESS_EXAMPLES``  examples of the in-process machine in ``make test``
+``TRIO_AGENT_PIPE_EXAMPLES``     examples driven through the subprocess adapter
+``TRIO_AGENT_FUZZ_EXAMPLES``     the long budget of ``make fuzz`` (the slow test runs only then)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Final
+
+from hypothesis import HealthCheck, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.stateful import run_state_machine_as_test
+
+from trio_agent.testing.machine import HarnessMachine
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value else default
+
+
+SEED: Final = _int("TRIO_AGENT_HARNESS_SEED", random.SystemRandom().randrange(1 << 32))
+EXAMPLES: Final = _int("TRIO_AGENT_HARNESS_EXAMPLES", 200)
+PIPE_EXAMPLES: Final = _int("TRIO_AGENT_PIPE_EXAMPLES", 12)
+FUZZ_EXAMPLES: Final = _int("TRIO_AGENT_FUZZ_EXAMPLES", 0)
+
+#: Seeds of the planted-bug tests: fixed, so each takes a predictable time (any seed finds
+#: every bug; TRIO_AGENT_HARNESS_SEED overrides them to check that).
+PLANTED_SEED: Final = _int("TRIO_AGENT_HARNESS_SEED", 20261202)
+
+
+def run_machine(
+    machine: type[HarnessMachine], *, examples: int, steps: int, seed: int = SEED
+) -> None:
+    """Run ``machine`` under Hypothesis with a fixed budget and seed (no example database:
+    every run is reproducible from the seed alone)."""
+    hypothesis_seed(seed)(machine)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            database=None,
+            report_multiple_bugs=False,
+            print_blob=False,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )

@@ -1,0 +1,218 @@
+"""Known bugs, planted into the real runtime and store by monkeypatching (tests only).
+
+Each :class:`Bug` replaces one method with a copy that differs from the real code in exactly
+the way its description says. The planted-bug tests run the state machine against the
+patched code and expect it to fail and shrink to a short counterexample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from trio_agent.log import repair as repair_module
+from trio_agent.log.events import Event
+from trio_agent.runtime import agent as agent_module
+from trio_agent.runtime import turn as turn_module
+from trio_agent.runtime.causes import CancelCause
+from trio_agent.runtime.controller import TurnController
+from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
+from trio_agent.store import recovery as recovery_module
+from trio_agent.store import writer as writer_module
+
+
+@attrs.frozen
+class Bug:
+    name: str
+    description: str
+    plant: Callable[[pytest.MonkeyPatch], None]
+
+
+# -- 1: turn/end written inside the cancelled scope, after an unshielded await -----------------
+
+
+async def _run_writing_turn_end_in_scope(
+    self: turn_module.TurnRunner,
+    controller: TurnController,
+    handoff: Callable[[TurnController, bool], None],
+    ended: Callable[[TurnOutcome], None],
+) -> None:
+    """TurnRunner.run, except that turn/end is booked by an async write *inside* the turn's
+    cancel scope without a shield: a cancel raises at that await and turn/end is lost."""
+    turn = self.session.checker.last_turn + 1
+    controller.bind(turn)
+    self.append("turn/start", {"turn": turn})
+    self.emit(TurnStarted(turn))
+    kind: OutcomeKind | None = None
+    error: dict[str, str] | None = None
+    with controller.scope:
+        try:
+            kind = await self._body(controller, turn)
+        except Exception as exc:
+            error = turn_module.error_info(exc)
+        finally:
+            aborted = controller.cancel_called
+            if aborted:
+                kind = "aborted"
+            elif kind is None:
+                kind = "error"
+            handoff(controller, aborted)
+            await trio.lowlevel.checkpoint()  # BUG: "await the durable append", unshielded
+            reason: dict[str, Any] = {"kind": kind}
+            if kind == "error":
+                reason["error"] = error or {"code": "UNKNOWN", "message": "the turn failed"}
+            self.append("turn/end", {"turn": turn, "reason": reason})
+            ended(TurnOutcome(turn, kind, controller.cause, error))
+
+
+def _plant_turn_end_in_scope(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(turn_module.TurnRunner, "run", _run_writing_turn_end_in_scope)
+
+
+# -- 2: the controller reference outlives its turn ----------------------------------------------
+
+
+def _go_idle_keeping_controller(self: agent_module.Agent) -> None:
+    """Agent._go_idle, except the run's last controller is neither closed nor dropped."""
+    self._activity = None
+    self._status = "idle"
+    replay, self._latch = self._latch, False
+    self._emit(StatusChanged("idle"))
+    self._idle_lot.unpark_all()
+    if replay and self._status == "idle" and not self._closing and self._session.inbox.has_pending:
+        self._start_run()
+
+
+def _start_run_reusing_controller(self: agent_module.Agent) -> None:
+    """Agent._start_run, except a controller still held from the last run is reused."""
+    controller = self._controller or TurnController()
+    self._controller = self._activity = controller
+    self._status = "running"
+    self._emit(StatusChanged("running"))
+    self._wake.set()
+
+
+def _plant_stale_controller(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_keeping_controller)
+    mp.setattr(agent_module.Agent, "_start_run", _start_run_reusing_controller)
+
+
+# -- 3: repair closes the turn before the step -------------------------------------------------
+
+
+def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
+    real = repair_module.closers_for
+
+    def closers_turn_first(*args: Any, **kwargs: Any) -> list[Event]:
+        closers = real(*args, **kwargs)
+        if len(closers) >= 2 and closers[-2].type == "step/end":
+            step_end, turn_end = closers[-2], closers[-1]
+            closers[-2:] = [  # BUG: turn/end before step/end (seqs renumbered to stay contiguous)
+                Event(step_end.seq, turn_end.time, turn_end.type, turn_end.data),
+                Event(turn_end.seq, step_end.time, step_end.type, step_end.data),
+            ]
+        return closers
+
+    mp.setattr(recovery_module, "closers_for", closers_turn_first)
+
+
+# -- 4: the writer drops a batch whose write failed ----------------------------------------------
+
+
+async def _write_batch_dropping_failures(self: writer_module.Writer) -> None:
+    """Writer._write_batch, except a failed batch is forgotten instead of re-queued."""
+    self._deadline = None
+    self._paused = False
+    cut, size = 0, 0
+    for line in self._queue:
+        if cut and size + len(line) > writer_module.MAX_BATCH_BYTES:
+            break
+        size += len(line)
+        cut += 1
+    batch = self._queue[:cut]
+    del self._queue[:cut]
+    if self._queue:
+        self._deadline = trio.current_time()
+    self._started += 1
+    number = self._started
+    self._writing = True
+    try:
+        await trio.to_thread.run_sync(self._write_blocking, b"".join(batch))
+    except OSError as exc:
+        self._pending_bytes -= size  # BUG: the batch is dropped, not put back in front
+        self._failure = (number, exc)
+        self._dirty = False
+    else:
+        self._pending_bytes -= size
+        self._written_events += cut
+        self._batches_ok += 1
+        self._failure = None
+        self._failed_in_row = 0
+    finally:
+        self._writing = False
+        self._progress.set()
+        self._progress = trio.Event()
+
+
+def _plant_dropping_writer(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(writer_module.Writer, "_write_batch", _write_batch_dropping_failures)
+
+
+# -- 5: a cancel that also cancels the next turn -------------------------------------------------
+
+
+def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
+    real_cancel = agent_module.Agent.cancel
+    real_start_run = agent_module.Agent._start_run
+    doomed: dict[int, CancelCause] = {}
+
+    def cancel(self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False) -> bool:
+        hit = real_cancel(self, cause, keep_inbox=keep_inbox)
+        if hit:
+            doomed[id(self)] = cause  # BUG: remembered for whatever starts next
+        return hit
+
+    def start_run(self: agent_module.Agent) -> None:
+        real_start_run(self)
+        cause = doomed.pop(id(self), None)
+        if cause is not None and self._controller is not None:
+            self._controller.cancel(cause)
+
+    mp.setattr(agent_module.Agent, "cancel", cancel)
+    mp.setattr(agent_module.Agent, "_start_run", start_run)
+
+
+#: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
+FOUND: dict[str, list[str]] = {}
+
+BUGS = [
+    Bug(
+        "turn-end-in-cancelled-scope",
+        "turn/end is written inside the cancelled scope after an unshielded await",
+        _plant_turn_end_in_scope,
+    ),
+    Bug(
+        "controller-outlives-turn",
+        "the agent keeps the last controller past turn/end; a late cancel reaches the next run",
+        _plant_stale_controller,
+    ),
+    Bug(
+        "repair-turn-before-step",
+        "crash repair appends turn/end before step/end",
+        _plant_turn_before_step,
+    ),
+    Bug(
+        "writer-drops-failed-batch",
+        "the writer forgets a batch whose write failed",
+        _plant_dropping_writer,
+    ),
+    Bug(
+        "cancel-leaks-into-next-turn",
+        "a cancel that hit a turn also cancels the next run's controller",
+        _plant_cancel_leaks,
+    ),
+]

@@ -1,0 +1,97 @@
+"""Same requests, same journal: the world is deterministic (Hypothesis replays rely on it).
+
+Random request sequences are generated from a seed, each one played twice on fresh
+in-process adapters; the two journals must be identical (message ids aside, they are random).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trio_agent.testing.inprocess import InProcessAdapter
+from trio_agent.testing.plan import MENU_NAMES
+from trio_agent.testing.protocol import POINTS
+
+
+def _normalize(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _normalize(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalize(v, ids) for v in value]
+    if isinstance(value, str) and value.startswith("m-"):
+        return ids.setdefault(value, f"m{len(ids)}")
+    return value
+
+
+def _request(rng: random.Random, state: dict[str, Any], n: int) -> dict[str, Any]:
+    ops = ["followup", "steer", "inject", "cancel", "advance", "advance", "flush", "arm"]
+    if state["jobs"]:
+        ops.append("tool")
+    if state["approvals"]:
+        ops.append("approval")
+    if not state["disk_failures"]:
+        ops.append("disk")
+    op = rng.choice(ops)
+    if op in ("followup", "steer", "inject"):
+        return {"op": op, "text": f"{op} {n}"}
+    if op == "cancel":
+        return {"op": op, "cause": "user", "keep_inbox": rng.random() < 0.5}
+    if op == "advance":
+        return {"op": op, "ticks": rng.randint(1, 5), "seconds": 1.0}
+    if op == "tool":
+        return {"op": op, "decision": rng.choice(["finish", "fail"])}
+    if op == "approval":
+        return {"op": op, "decision": rng.choice(["allow", "deny"])}
+    if op == "disk":
+        return {"op": op, "fail": rng.randint(1, 2)}
+    if op == "arm":
+        kind = rng.choice(["crash", "cancel"])
+        action: dict[str, Any] = (
+            {"kind": "crash", "after_write": rng.random() < 0.5}
+            if kind == "crash"
+            else {"kind": "cancel", "cause": "parent", "keep_inbox": rng.random() < 0.5}
+        )
+        return {"op": "arm", "point": rng.choice(POINTS), "action": action}
+    return {"op": op}
+
+
+def _play(seed: int, root: Path, steps: int) -> list[Any]:
+    rng = random.Random(seed)
+    plan = [rng.choice(MENU_NAMES) for _ in range(rng.randint(1, 3))]
+    adapter = InProcessAdapter()
+    ids: dict[str, str] = {}
+    out: list[Any] = []
+    try:
+        log = root / "s" / "session.jsonl"
+        reply = adapter.request({"op": "start", "log": str(log), "create": True, "plan": plan})
+        for n in range(steps):
+            if reply.get("crashed") or not reply.get("ok"):
+                out.append(["end", reply.get("crashed"), reply.get("error")])
+                break
+            message = _request(rng, reply["state"], n)
+            reply = adapter.request(message)
+            state = reply.get("state") or {}
+            out.append(
+                [
+                    message,
+                    _normalize(reply["journal"], ids),
+                    reply.get("crashed"),
+                    {k: state.get(k) for k in ("status", "jobs", "approvals", "acked", "events")},
+                ]
+            )
+    finally:
+        adapter.close()
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_same_requests_give_the_same_journal(seed: int, tmp_path: Path) -> None:
+    first = _play(seed, tmp_path / "a", steps=40)
+    second = _play(seed, tmp_path / "b", steps=40)
+    for a, b in zip(first, second, strict=False):
+        assert a == b
+    assert len(first) == len(second)

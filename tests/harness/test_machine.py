@@ -1,0 +1,26 @@
+"""The state machine against the real runtime and the real JSONL store, in process.
+
+``make test`` runs a fixed budget (``TRIO_AGENT_HARNESS_EXAMPLES``, default 200); ``make
+fuzz`` runs the long one (``TRIO_AGENT_FUZZ_EXAMPLES``, at least 10,000). The seed is printed
+at the end of the session; ``TRIO_AGENT_HARNESS_SEED`` reproduces a run.
+"""
+
+from __future__ import annotations
+
+import pytest
+from harness_settings import EXAMPLES, FUZZ_EXAMPLES, run_machine
+
+from trio_agent.testing.inprocess import InProcessAdapter
+from trio_agent.testing.machine import machine_for
+
+
+def test_the_runtime_keeps_its_promises_under_the_machine() -> None:
+    machine = machine_for(InProcessAdapter, profile="in-process")
+    run_machine(machine, examples=EXAMPLES, steps=30)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(FUZZ_EXAMPLES == 0, reason="set TRIO_AGENT_FUZZ_EXAMPLES (make fuzz)")
+def test_the_runtime_keeps_its_promises_under_a_long_budget() -> None:
+    machine = machine_for(InProcessAdapter, profile="fuzz")
+    run_machine(machine, examples=FUZZ_EXAMPLES, steps=40)

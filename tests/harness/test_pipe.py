@@ -1,0 +1,103 @@
+"""The same machine, driving our runtime in a subprocess over the JSON-lines protocol.
+
+A crash there is a real SIGKILL of the server process (sent by the driver between requests,
+or by the server itself when an armed crash point is reached), and the next incarnation is a
+new process that cold-opens a copy of the bytes the dead one left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness_settings import PIPE_EXAMPLES, run_machine
+
+from trio_agent.testing.inprocess import InProcessAdapter
+from trio_agent.testing.machine import machine_for
+from trio_agent.testing.pipe import PipeAdapter
+from trio_agent.testing.protocol import POINTS, PROTOCOL, Adapter
+
+
+def test_the_machine_drives_the_runtime_through_the_subprocess_adapter() -> None:
+    machine = machine_for(PipeAdapter, profile="subprocess")
+    run_machine(machine, examples=PIPE_EXAMPLES, steps=25)
+
+
+def test_hello_names_the_protocol() -> None:
+    adapter = PipeAdapter()
+    try:
+        reply = adapter.request({"op": "hello"})
+    finally:
+        adapter.close()
+    assert reply["ok"] is True
+    assert reply["result"]["protocol"] == PROTOCOL
+    assert tuple(reply["result"]["points"]) == POINTS
+
+
+def test_bad_requests_get_an_error_reply_not_a_dead_server(tmp_path: Path) -> None:
+    adapter = PipeAdapter()
+    try:
+        assert adapter.request({"op": "hello"})["ok"] is True
+        assert adapter.request({"op": "followup", "text": "x"})["ok"] is False  # no world
+        log = tmp_path / "s" / "session.jsonl"
+        assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"] is True
+        assert adapter.request({"op": "nope"})["ok"] is False
+        assert adapter.request({"op": "tool", "decision": "finish"})["ok"] is False  # no job
+        assert adapter.request({"op": "arm", "point": "nowhere", "action": {}})["ok"] is False
+        assert adapter.request({"op": "followup", "text": "still alive"})["ok"] is True
+    finally:
+        adapter.close()
+
+
+SCRIPT: list[dict[str, Any]] = [
+    {"op": "followup", "text": "one"},
+    {"op": "advance", "ticks": 8},
+    {"op": "tool", "decision": "finish"},
+    {"op": "steer", "text": "two"},
+    {
+        "op": "arm",
+        "point": "tool/call:after",
+        "action": {"kind": "cancel", "cause": "user", "keep_inbox": True},
+    },
+    {"op": "advance", "ticks": 6},
+    {"op": "inject", "text": "three"},
+    {"op": "followup", "text": "four"},
+    {"op": "advance", "ticks": 12},
+    {"op": "flush"},
+    {"op": "arm", "point": "step/end:after", "action": {"kind": "crash", "after_write": False}},
+    {"op": "tool", "decision": "fail"},
+]
+
+
+def _normalized(adapter: Adapter, log: Path) -> list[Any]:
+    """Run SCRIPT; return every journal entry with message ids made positional."""
+    ids: dict[str, str] = {}
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: norm(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        if isinstance(value, str) and value.startswith("m-"):
+            return ids.setdefault(value, f"m{len(ids)}")
+        return value
+
+    out: list[Any] = []
+    start = {"op": "start", "log": str(log), "create": True, "plan": ["pair", "job", "talk"]}
+    try:
+        for message in [start, *SCRIPT]:
+            reply = adapter.request(message)
+            assert reply["ok"] is True, reply
+            out.append([message["op"], norm(reply["journal"]), reply["crashed"]])
+            if reply["crashed"]:
+                break
+    finally:
+        adapter.close()
+    return out
+
+
+def test_in_process_and_subprocess_adapters_report_the_same_journal(tmp_path: Path) -> None:
+    a = _normalized(InProcessAdapter(), tmp_path / "a" / "s" / "session.jsonl")
+    b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl")
+    assert a[-1][2] is True  # the script ends in a crash
+    assert a == b

@@ -1,0 +1,42 @@
+"""The machine must be able to fail: plant known bugs in the real runtime and store, expect
+the machine to find each one and to shrink it to a short, readable counterexample.
+
+Each bug is a monkeypatch of one method (see planted.py), undone after its test. The seed is
+fixed (``PLANTED_SEED``) so each test takes a predictable time; any seed finds every bug
+(``TRIO_AGENT_HARNESS_SEED`` overrides it).
+"""
+
+from __future__ import annotations
+
+import hypothesis.internal.conjecture.engine as hypothesis_engine
+import pytest
+from harness_settings import PLANTED_SEED, run_machine
+from planted import BUGS, FOUND, Bug
+
+from trio_agent.testing.inprocess import InProcessAdapter
+from trio_agent.testing.machine import machine_for
+
+#: Longest acceptable shrunk counterexample, in rules (``begin`` included).
+MAX_SHRUNK = 8
+#: Real seconds Hypothesis may spend shrinking one bug (its default is 300). The first few
+#: seconds of shrinking already give 2-5 rules; this only keeps ``make test`` short.
+SHRINK_SECONDS = 6
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_the_machine_finds_and_shrinks_a_planted_bug(
+    bug: Bug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if hasattr(hypothesis_engine, "MAX_SHRINKING_SECONDS"):
+        monkeypatch.setattr(hypothesis_engine, "MAX_SHRINKING_SECONDS", SHRINK_SECONDS)
+    bug.plant(monkeypatch)
+    machine = machine_for(InProcessAdapter, profile=f"planted: {bug.name}")
+    with pytest.raises(AssertionError) as failure:
+        run_machine(machine, examples=300, steps=10, seed=PLANTED_SEED)
+    shrunk = list(machine.last_trace)
+    FOUND[bug.name] = shrunk
+    readable = "\n    ".join(shrunk)
+    assert len(shrunk) <= MAX_SHRUNK, (
+        f"{bug.description}: counterexample of {len(shrunk)} rules:\n    {readable}\n"
+        f"failure: {failure.value}"
+    )

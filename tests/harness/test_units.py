@@ -1,0 +1,195 @@
+"""The pure parts of the harness: tearing, the crash and repair checks, the reference model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trio_agent.log import OUTCOME_UNKNOWN_TEXT, Header, encode_event, encode_header
+from trio_agent.log.events import Event
+from trio_agent.testing.checks import (
+    DurableLog,
+    HarnessViolation,
+    check_crash_bytes,
+    check_reopened,
+    tear_last_line,
+)
+from trio_agent.testing.plan import FINAL_ENTRY, MENU, entry_kind, plan_entry
+from trio_agent.testing.refmodel import ModelViolation, ReferenceModel
+
+
+def ev(seq: int, type_: str, **data: Any) -> dict[str, Any]:
+    return {"seq": seq, "time": 0, "type": type_, "data": data}
+
+
+MSG = {"id": "m1", "text": "go", "source": "followup"}
+CALL = {"type": "tool-call", "id": "c1", "name": "job", "arguments": {}}
+TURN = [
+    ev(0, "agent/inbox/spliced", target="next-turn", start=0, inserted=[MSG]),
+    ev(1, "turn/start", turn=1),
+    ev(2, "agent/inbox/spliced", target="next-turn", start=0, removedCount=1, inserted=[]),
+    ev(3, "step/start", turn=1, step=1),
+    ev(4, "user/message", turn=1, step=1, message=MSG),
+    ev(5, "assistant/message", turn=1, step=1, message={"id": "a", "content": [CALL]}),
+    ev(6, "tool/call", turn=1, step=1, callId="c1", name="job", arguments={}),
+]
+
+
+def file_of(events: list[dict[str, Any]]) -> bytes:
+    lines = [encode_header(Header(id="s", created_at=0))]
+    lines += [encode_event(Event(e["seq"], e["time"], e["type"], e["data"])) for e in events]
+    return b"".join(lines)
+
+
+def test_tearing_cuts_only_an_unacknowledged_last_line() -> None:
+    data = file_of(TURN)
+    torn = tear_last_line(data, acked=len(TURN) - 1, tear=5)
+    assert len(torn) < len(data) and not torn.endswith(b"\n")
+    assert data.startswith(torn)
+    assert tear_last_line(data, acked=len(TURN), tear=5) == data  # acknowledged: on disk
+    assert tear_last_line(data, acked=0, tear=None) == data
+    header_only = file_of([])
+    assert tear_last_line(header_only, acked=0, tear=3) == header_only
+
+
+def test_crash_bytes_must_hold_every_acknowledged_event_unchanged() -> None:
+    data = file_of(TURN[:4])
+    assert check_crash_bytes(data, TURN, acked=4) == TURN[:4]
+    with pytest.raises(HarnessViolation, match="acknowledged"):
+        check_crash_bytes(data, TURN, acked=5)
+    changed = [*TURN[:3], ev(3, "step/start", turn=1, step=1) | {"time": 9}]
+    with pytest.raises(HarnessViolation, match="not what the process wrote"):
+        check_crash_bytes(data, changed, acked=0)
+    with pytest.raises(HarnessViolation, match="valid log prefix"):
+        check_crash_bytes(file_of([TURN[1], TURN[1]]), TURN, acked=0)
+
+
+def placeholder(code: str, text: str) -> dict[str, Any]:
+    return ev(
+        7,
+        "tool/result",
+        turn=1,
+        step=1,
+        callId="c1",
+        isError=True,
+        content=text.format(name="job", call_id="c1"),
+        error={"code": code},
+    )
+
+
+def test_reopen_must_append_exactly_the_repair_closers() -> None:
+    good = [
+        placeholder("TOOL_OUTCOME_UNKNOWN", OUTCOME_UNKNOWN_TEXT),
+        ev(8, "step/end", turn=1, step=1),
+        ev(9, "turn/end", turn=1, reason={"kind": "interrupted"}),
+    ]
+    assert check_reopened(TURN, TURN + good) == good
+    turn_first = [good[0], {**good[2], "seq": 8}, {**good[1], "seq": 9}]
+    with pytest.raises(HarnessViolation, match="repair says"):
+        check_reopened(TURN, TURN + turn_first)
+    with pytest.raises(HarnessViolation, match="changed the durable prefix"):
+        check_reopened(TURN, TURN[:-1] + good)
+
+
+def test_a_live_log_only_grows() -> None:
+    durable = DurableLog()
+    assert durable.check(file_of(TURN[:2]), TURN, acked=2) == 2
+    assert durable.check(file_of(TURN[:5]), TURN, acked=5) == 5
+    with pytest.raises(HarnessViolation, match="changed or disappeared"):
+        durable.check(file_of(TURN[:3]), TURN, acked=3)
+    with pytest.raises(HarnessViolation, match="torn"):
+        DurableLog().check(file_of(TURN)[:-3], TURN, acked=0)
+
+
+def test_the_plan_bounds_every_turn() -> None:
+    assert plan_entry(["job"], 4, 1) == MENU["job"]
+    assert plan_entry(["job", "talk"], 1, 2) == MENU["talk"]
+    assert plan_entry(["job"], 1, 3) == FINAL_ENTRY
+    assert [entry_kind(MENU[n]) for n in ("talk", "job", "cut", "fail")] == [
+        "completed",
+        None,
+        "max-tokens",
+        "error",
+    ]
+
+
+def act(op: str, phase: str, **fields: Any) -> dict[str, Any]:
+    return {"k": "act", "op": op, "phase": phase, **fields}
+
+
+def rt(type_: str, **fields: Any) -> dict[str, Any]:
+    return {"k": "rt", "type": type_, **fields}
+
+
+def event(e: dict[str, Any]) -> dict[str, Any]:
+    return {"k": "event", "event": e}
+
+
+WAKE = [
+    act("followup", "begin", text="go"),
+    event(TURN[0]),
+    rt("status", status="running"),
+    act("followup", "end", id="m1"),
+    event(TURN[1]),
+    event(TURN[2]),
+    event(TURN[3]),
+    event(TURN[4]),
+]
+
+
+def feed(model: ReferenceModel, entries: list[dict[str, Any]]) -> None:
+    for entry in entries:
+        model.apply(entry)
+
+
+def test_the_model_follows_a_woken_turn() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    assert model.controller == "bound" and model.messages["m1"] == "entered"
+    model.check_quiescent(
+        {
+            "status": "running",
+            "inbox": {"next-turn": [], "next-step": []},
+            "controller": {"turn": 1, "cancelled": False},
+        }
+    )
+
+
+def test_the_model_refuses_an_abort_nobody_asked_for() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    feed(model, [event(ev(5, "step/end", turn=1, step=1))])
+    with pytest.raises(ModelViolation, match="no cancel reached it"):
+        model.apply(event(ev(6, "turn/end", turn=1, reason={"kind": "aborted"})))
+
+
+def test_the_model_refuses_an_idle_cancel_that_hits() -> None:
+    model = ReferenceModel(["talk"])
+    model.apply(act("cancel", "begin", cause="user", keep_inbox=True))
+    with pytest.raises(ModelViolation, match="no live controller"):
+        model.apply(act("cancel", "end", hit=True, turn=None))
+
+
+def test_the_model_refuses_a_cancel_that_keeps_part_of_the_queue() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    feed(
+        model,
+        [
+            act("inject", "begin", text="a"),
+            event(ev(5, "agent/inbox/spliced", target="next-step", start=0, inserted=[MSG])),
+            act("inject", "end", id="m1"),
+            act("cancel", "begin", cause="user", keep_inbox=False),
+        ],
+    )
+    with pytest.raises(ModelViolation, match="did not drop"):
+        model.apply(act("cancel", "end", hit=True, turn=1))
+
+
+def test_the_model_refuses_interrupted_outside_repair() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    feed(model, [event(ev(5, "step/end", turn=1, step=1))])
+    with pytest.raises(ModelViolation, match="outside crash repair"):
+        model.apply(event(ev(6, "turn/end", turn=1, reason={"kind": "interrupted"})))

@@ -1,0 +1,411 @@
+"""The Hypothesis state machine that drives an implementation through an adapter.
+
+:class:`HarnessMachine` sends protocol requests (spec/harness.md) through an
+:class:`~trio_agent.testing.protocol.Adapter` and checks, after every rule:
+
+* the world's own monitors found nothing (no tool body or model stream alive at its step's or
+  turn's end, no result while its body runs) and the agent did not fail;
+* the :class:`~trio_agent.testing.refmodel.ReferenceModel` accepts every journal entry and the
+  settled state (queues, status, live controller);
+* the durable bytes are a valid prefix of the in-memory log, without a torn line, holding every
+  event a flush acknowledged; the consumed-work fold agrees with the model's drop record;
+
+and after every crash (now, or at an armed point, optionally tearing the last line):
+
+* the frozen bytes are a valid prefix, unchanged, with every acknowledged event; a cold open
+  of a *copy* of them in a fresh directory keeps that prefix and appends exactly the repair
+  closers (placeholders saying ``TOOL_OUTCOME_UNKNOWN`` exactly for durable ``tool/call``\\s),
+  giving a balanced log; ``interrupted`` only ever comes from there.
+
+Use :func:`machine_for` to bind the machine to an adapter factory. Coverage figures (examples
+run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAMPLES`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+)
+
+from .checks import (
+    DurableLog,
+    HarnessViolation,
+    balanced_ends,
+    check_crash_bytes,
+    check_live_bytes,
+    check_reopened,
+    dropped_unrun,
+    tear_last_line,
+)
+from .plan import MENU_NAMES
+from .protocol import POINTS, Adapter, Reply
+from .refmodel import ModelViolation, ReferenceModel
+
+__all__ = ["COVERAGE", "EXAMPLES", "HarnessMachine", "machine_for"]
+
+#: ``(profile, "crash@<point>" | "cancel@<point>")`` -> how many times it happened.
+COVERAGE: Counter[tuple[str, str]] = Counter()
+#: profile name -> examples (machine instances) run.
+EXAMPLES: Counter[str] = Counter()
+
+causes = st.sampled_from(["user", "parent"])
+tears = st.none() | st.integers(min_value=0, max_value=1 << 16)
+actions = st.one_of(
+    st.builds(lambda w: {"kind": "crash", "after_write": w}, st.booleans()),
+    st.builds(lambda c, k: {"kind": "cancel", "cause": c, "keep_inbox": k}, causes, st.booleans()),
+)
+
+
+class HarnessMachine(RuleBasedStateMachine):
+    """See the module docstring. Subclass it through :func:`machine_for`."""
+
+    adapter_factory: ClassVar[Callable[[], Adapter]]
+    profile: ClassVar[str] = "default"
+    #: The rules of the most recent run (after a failure: the shrunk counterexample).
+    last_trace: ClassVar[list[str]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.adapter = type(self).adapter_factory()
+        self.tmp = Path(tempfile.mkdtemp(prefix="trio-agent-harness-"))
+        self.trace: list[str] = []
+        type(self).last_trace = self.trace
+        self.plan: list[str] = []
+        self.incarnation = 0
+        self.log_path = self.tmp
+        self.model = ReferenceModel([])
+        self.memory: list[dict[str, Any]] = []
+        self.state: dict[str, Any] | None = None
+        self.acked = 0
+        self.durable = DurableLog()
+        self.armed: dict[str, Any] | None = None
+        #: ``"crash@point"`` / ``"cancel@point"`` of every trap that fired, in order.
+        self.fired: list[str] = []
+        self.sent = 0
+        EXAMPLES[type(self).profile] += 1
+
+    def teardown(self) -> None:
+        try:
+            self.adapter.close()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _cover(self, label: str) -> None:
+        COVERAGE[(type(self).profile, label)] += 1
+
+    def _note(self, text: str) -> None:
+        self.trace.append(text)
+
+    def _fresh_log(self) -> Path:
+        self.incarnation += 1
+        path = self.tmp / f"w{self.incarnation}" / "s" / "session.jsonl"
+        path.parent.mkdir(parents=True)
+        return path
+
+    def _send(self, message: dict[str, Any]) -> Reply:
+        reply = self.adapter.request(message)
+        if not reply.get("ok") and not reply.get("crashed"):
+            # Every request the machine sends is valid in the state the world reported.
+            raise HarnessViolation(f"{message['op']} refused: {reply.get('error')}")
+        return reply
+
+    def _journal(self, reply: Reply) -> list[dict[str, Any]] | None:
+        """Feed the journal to the model; return the events of an ``opened`` entry."""
+        opened = None
+        for entry in reply.get("journal", ()):
+            k = entry["k"]
+            if k == "violation" or k == "failure":
+                raise HarnessViolation(f"the world reports: {entry['text']}")
+            if k == "opened":
+                opened = list(entry["events"])
+                continue
+            if k == "fire":
+                label = f"{entry['action']['kind']}@{entry['point']}"
+                self.fired.append(label)
+                self._cover(label)
+                self.armed = None
+            if k == "act" and entry["op"] == "cancel" and entry["phase"] == "begin":
+                where = entry["where"]
+                if where.startswith("now:"):  # a trap's cancel is counted by its fire
+                    self._cover(f"cancel@{where[4:]}")
+            if k == "event":
+                self.memory.append(entry["event"])
+            try:
+                self.model.apply(entry)
+            except ModelViolation as exc:
+                raise HarnessViolation(f"reference model: {exc}") from None
+        return opened
+
+    def _request(self, message: dict[str, Any]) -> Reply:
+        tear = self.armed.get("tear") if self.armed else None
+        reply = self._send(message)
+        self._journal(reply)
+        if reply.get("crashed"):
+            self._recover(tear)
+        else:
+            self._settled(reply["state"])
+        return reply
+
+    def _settled(self, state: dict[str, Any]) -> None:
+        self.state = state
+        if state["violations"] or state["failure"]:
+            raise HarnessViolation(f"the world reports: {state['violations'] or state['failure']}")
+        if state["events"] != len(self.memory):
+            raise HarnessViolation(
+                f"the world has {state['events']} events, its journal reported {len(self.memory)}"
+            )
+        try:
+            self.model.check_quiescent(state)
+        except ModelViolation as exc:
+            raise HarnessViolation(f"reference model: {exc}") from None
+        if state["acked"] < self.acked:
+            raise HarnessViolation(
+                f"acknowledged events went from {self.acked} to {state['acked']}"
+            )
+        self.acked = state["acked"]
+        self.durable.check(self.log_path.read_bytes(), self.memory, self.acked)
+        if dropped_unrun(self.memory) is not self.model.dropped_unrun:
+            raise HarnessViolation(
+                f"fold_consumed_work says dropped_unrun={not self.model.dropped_unrun}, "
+                f"the model's drop record says {self.model.dropped_unrun}"
+            )
+
+    def _journal_opening(self, reply: Reply) -> list[dict[str, Any]]:
+        journal = list(reply.get("journal", ()))
+        if not journal or journal[0]["k"] != "opened":
+            raise HarnessViolation("start did not report the opened log first")
+        return list(journal[0]["events"])
+
+    def _recover(self, tear: int | None) -> None:
+        """A crash happened: freeze, tear, copy, cold-open, check the repair."""
+        data = self.adapter.durable_bytes(str(self.log_path))
+        data = tear_last_line(data, self.acked, tear)
+        prefix = check_crash_bytes(data, self.memory, self.acked)
+        path = self._fresh_log()
+        path.write_bytes(data)
+        reply = self._send({"op": "start", "log": str(path), "create": False, "plan": self.plan})
+        if reply.get("crashed"):
+            raise HarnessViolation("the implementation died while reopening the session")
+        opened = self._journal_opening(reply)
+        closers = check_reopened(prefix, opened)
+        balanced_ends(opened)
+        self.model = ReferenceModel.replay(self.plan, prefix)
+        try:
+            self.model.apply_closers(closers)
+        except ModelViolation as exc:
+            raise HarnessViolation(f"reference model: {exc}") from None
+        self.log_path = path
+        self.durable = DurableLog()
+        self.memory = list(opened)
+        self.acked = len(opened)
+        self.armed = None
+        rest = dict(reply)
+        rest["journal"] = reply["journal"][1:]
+        self._journal(rest)
+        self._settled(reply["state"])
+
+    def _alive(self) -> bool:
+        return self.state is not None and self.state["status"] in ("idle", "running")
+
+    def _running(self) -> bool:
+        return self.state is not None and self.state["status"] == "running"
+
+    def _queued(self) -> bool:
+        return self.state is not None and any(self.state["inbox"].values())
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    @initialize(plan=st.lists(st.sampled_from(MENU_NAMES), min_size=1, max_size=3))
+    def begin(self, plan: list[str]) -> None:
+        self.plan = plan
+        self.model = ReferenceModel(plan)
+        self._note(f"begin(plan={plan})")
+        path = self._fresh_log()
+        self.log_path = path
+        reply = self._send({"op": "start", "log": str(path), "create": True, "plan": plan})
+        opened = self._journal_opening(reply)
+        if opened:
+            raise HarnessViolation("a new session is not empty")
+        self.memory = []
+        rest = dict(reply)
+        rest["journal"] = reply["journal"][1:]
+        self._journal(rest)
+        self._settled(reply["state"])
+
+    def _send_message(self, op: str) -> None:
+        self.sent += 1
+        self._note(f"{op}()")
+        self._request({"op": op, "text": f"{op} {self.sent}"})
+
+    @precondition(lambda self: self._alive())
+    @rule()
+    def followup(self) -> None:
+        self._send_message("followup")
+
+    @precondition(lambda self: self._alive())
+    @rule()
+    def steer(self) -> None:
+        self._send_message("steer")
+
+    @precondition(lambda self: self._alive())
+    @rule()
+    def inject(self) -> None:
+        self._send_message("inject")
+
+    @precondition(lambda self: self._alive())
+    @rule(cause=causes, keep_inbox=st.booleans())
+    def cancel(self, cause: str, keep_inbox: bool) -> None:
+        self._note(f"cancel({cause}, keep_inbox={keep_inbox})")
+        self._request({"op": "cancel", "cause": cause, "keep_inbox": keep_inbox})
+
+    @precondition(lambda self: self._alive() and self.armed is None)
+    @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)
+    def arm(self, point: str, action: dict[str, Any], tear: int | None) -> None:
+        self._arm(point, action, tear)
+
+    def _arm(self, point: str, action: dict[str, Any], tear: int | None) -> None:
+        if action["kind"] != "crash" or point != "flush":
+            action = {k: v for k, v in action.items() if k != "after_write"} | (
+                {"after_write": False} if action["kind"] == "crash" else {}
+            )
+        self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
+        self._request({"op": "arm", "point": point, "action": action})
+        self.armed = {"point": point, "action": action, "tear": tear}
+
+    @precondition(lambda self: self._alive())
+    @rule(ticks=st.integers(min_value=1, max_value=6))
+    def advance(self, ticks: int) -> None:
+        self._note(f"advance({ticks})")
+        self._request({"op": "advance", "ticks": ticks, "seconds": 1.0})
+
+    @precondition(lambda self: self._alive() and self.armed is None)
+    @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)
+    def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
+        """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
+        agent is idle again): one rule that reaches a named point."""
+        before = len(self.trace)
+        try:
+            self._arm(point, action, tear)
+            if self.state is not None and self.state["status"] == "idle" and self.armed:
+                self._send_message("followup")
+            ticks = 0
+            while self.armed is not None and self._running() and ticks < 40:
+                ticks += 1
+                self._drive(1, True)
+        finally:
+            self.trace[before:] = [f"provoke{self.trace[before][3:]}"]
+
+    @precondition(lambda self: self._alive() and self._running())
+    @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
+    def drive(self, ticks: int, finish: bool) -> None:
+        """Move the running turn on: each tick answers a waiting approval (allow) or job
+        (finish, or fail), else advances time by a second; stops early at a crash or idle."""
+        self._note(f"drive({ticks}, {'finish' if finish else 'fail'})")
+        self._drive(ticks, finish)
+
+    def _drive(self, ticks: int, finish: bool) -> None:
+        for _ in range(ticks):
+            state = self.state
+            if state is None or state["status"] != "running":
+                return
+            before = self.incarnation
+            if state["approvals"]:
+                self._request({"op": "approval", "decision": "allow"})
+            elif state["jobs"]:
+                self._request({"op": "tool", "decision": "finish" if finish else "fail"})
+            else:
+                self._request({"op": "advance", "ticks": 1, "seconds": 1.0})
+            if self.incarnation != before:
+                return
+
+    @precondition(lambda self: self._alive() and self.state is not None and self.state["jobs"])
+    @rule(decision=st.sampled_from(["finish", "fail"]))
+    def tool(self, decision: str) -> None:
+        self._note(f"tool({decision})")
+        self._request({"op": "tool", "decision": decision})
+
+    @precondition(lambda self: self._alive() and self.state is not None and self.state["approvals"])
+    @rule(decision=st.sampled_from(["allow", "deny"]))
+    def approval(self, decision: str) -> None:
+        self._note(f"approval({decision})")
+        self._request({"op": "approval", "decision": decision})
+
+    @precondition(lambda self: self._alive())
+    @rule()
+    def flush(self) -> None:
+        self._note("flush()")
+        self._request({"op": "flush"})
+
+    @precondition(
+        lambda self: self._alive() and self.state is not None and not self.state["disk_failures"]
+    )
+    @rule(fail=st.integers(min_value=1, max_value=2))
+    def disk_full(self, fail: int) -> None:
+        self._note(f"disk_full({fail})")
+        self._request({"op": "disk", "fail": fail})
+
+    @precondition(lambda self: self._alive() and (self._running() or self._queued()))
+    @rule(tear=tears)
+    def crash(self, tear: int | None) -> None:
+        assert self.state is not None
+        self._cover(f"crash@{self.state['where']}")
+        self._note("crash(" + (f"tear={tear})" if tear is not None else ")"))
+        self.adapter.crash()
+        self._recover(tear)
+
+    @precondition(
+        lambda self: self._alive() and self.state is not None and not self.state["disk_failures"]
+    )
+    @rule()
+    def restart(self) -> None:
+        """Graceful shutdown (K22), then a new agent on the same file."""
+        self._note("restart()")
+        tear = self.armed.get("tear") if self.armed else None
+        reply = self._send({"op": "shutdown"})
+        self._journal(reply)
+        if reply.get("crashed"):  # an armed crash fired during the shutdown
+            self._recover(tear)
+            return
+        state = reply["state"]
+        if state["violations"] or state["failure"] or not reply["result"]["closed_ok"]:
+            raise HarnessViolation(f"shutdown failed: {state['failure'] or state['violations']}")
+        data = self.log_path.read_bytes()
+        check_live_bytes(data, self.memory, len(self.memory))
+        balanced_ends(self.memory)
+        self.armed = None
+        reply = self._send(
+            {"op": "start", "log": str(self.log_path), "create": False, "plan": self.plan}
+        )
+        opened = self._journal_opening(reply)
+        if opened != self.memory:
+            raise HarnessViolation("reopening a cleanly closed session changed its log")
+        self.model.reopened()
+        rest = dict(reply)
+        rest["journal"] = reply["journal"][1:]
+        self._journal(rest)
+        self._settled(reply["state"])
+
+
+def machine_for(
+    adapter_factory: Callable[[], Adapter], *, profile: str, name: str | None = None
+) -> type[HarnessMachine]:
+    """A :class:`HarnessMachine` subclass bound to ``adapter_factory``; run it with
+    ``hypothesis.stateful.run_state_machine_as_test`` or through its ``TestCase``."""
+    return type(
+        name or f"HarnessMachine_{profile}",
+        (HarnessMachine,),
+        {"adapter_factory": staticmethod(adapter_factory), "profile": profile, "last_trace": []},
+    )

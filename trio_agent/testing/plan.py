@@ -1,0 +1,81 @@
+"""What the harness's model does at each step: a small menu of scripted answers (pure, no trio).
+
+The state machine draws a *plan*, a list of menu names; the model of turn *t*, step *s* plays
+``plan_entry(plan, t, s)``, a :class:`~trio_agent.models.ScriptedModel` script entry. The
+choice depends only on the turn and step numbers, so the world (which plays it) and the
+reference model (which predicts how the turn must end) agree without talking to each other,
+also across crashes and reopens (turn numbers continue over the whole log).
+
+Tools the menu uses, as the world provides them:
+
+``sleep``
+    the real :class:`~trio_agent.tools.builtin.SleepTool` (parallel); it progresses only
+    when the harness advances virtual time.
+``job``
+    a non-parallel tool whose body writes one ``tool/output`` line and then waits until the
+    harness finishes or fails it. With ``{"ask": true}`` its call waits for an approval first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+__all__ = [
+    "CHUNK_DELAY",
+    "FINAL_ENTRY",
+    "MENU",
+    "MENU_NAMES",
+    "entry_calls",
+    "entry_kind",
+    "plan_entry",
+]
+
+#: Virtual seconds the scripted model sleeps before each chunk.
+CHUNK_DELAY: Final = 1.0
+
+#: The answers the model can give at a step.
+MENU: Final[Mapping[str, Mapping[str, Any]]] = {
+    "talk": {"text": "all good"},
+    "sleep": {"text": "waiting", "tool_calls": [{"name": "sleep", "arguments": {"seconds": 2}}]},
+    "job": {"text": "running job", "tool_calls": [{"name": "job", "arguments": {}}]},
+    "ask": {"text": "may I", "tool_calls": [{"name": "job", "arguments": {"ask": True}}]},
+    "pair": {
+        "text": "two things",
+        "tool_calls": [
+            {"name": "sleep", "arguments": {"seconds": 1}},
+            {"name": "job", "arguments": {}},
+        ],
+    },
+    "cut": {"text": "cut off", "finish": "max-tokens"},
+    "fail": {"text": "oh no", "error": {"code": "OVERLOADED", "message": "model overloaded"}},
+}
+MENU_NAMES: Final = tuple(MENU)
+
+#: Played from step 3 on, so that every turn ends after a bounded number of steps.
+FINAL_ENTRY: Final[Mapping[str, Any]] = {"text": "wrapping up"}
+
+
+def plan_entry(plan: Sequence[str], turn: int, step: int) -> Mapping[str, Any]:
+    """The script entry the model plays at ``turn``/``step`` (both from 1)."""
+    if step > 2 or not plan:
+        return FINAL_ENTRY
+    return MENU[plan[(turn - 1 + step - 1) % len(plan)]]
+
+
+def entry_calls(entry: Mapping[str, Any]) -> int:
+    """How many calls the step requests (a ``max-tokens`` answer's calls are dropped)."""
+    if entry.get("finish") == "max-tokens" or "error" in entry:
+        return 0
+    return len(entry.get("tool_calls", ()))
+
+
+def entry_kind(entry: Mapping[str, Any]) -> str | None:
+    """How the step ends the turn, as the loop decides it (spec/cancel.md K12, K14):
+    ``"error"``, ``"max-tokens"``, ``"completed"``, or ``None`` when the model called tools
+    (a follow-up step is owed)."""
+    if "error" in entry:
+        return "error"
+    if entry.get("finish") == "max-tokens":
+        return "max-tokens"
+    return None if entry_calls(entry) else "completed"

@@ -1,0 +1,90 @@
+"""The harness adapter protocol: what a driven implementation must answer (spec/harness.md).
+
+The state machine talks to an implementation through an :class:`Adapter`: one request (a
+JSON object with an ``op``) in, one :data:`Reply` out. Our in-process adapter and the
+JSON-lines pipe adapter move the very same objects, so a port only has to speak the wire
+format of spec/harness.md to be driven by the same machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+__all__ = [
+    "CANCEL_POINTS",
+    "CRASH_POINTS",
+    "OPS",
+    "POINTS",
+    "PROTOCOL",
+    "Adapter",
+    "AdapterError",
+    "Reply",
+]
+
+#: Name and version of the wire protocol (the ``hello`` answer carries it).
+PROTOCOL: Final = "trio-agent-harness/1"
+
+#: Named points where a trap (``arm``) can crash or cancel. Order is documentation order.
+POINTS: Final = (
+    "turn/start:before",  # the waking call created the controller; turn/start not written
+    "turn/start:after",  # turn/start appended
+    "claim:after",  # a claim splice appended (the turn took its input)
+    "step/start:after",  # step/start appended
+    "stream:mid",  # the first text chunk of a step appended (mid-stream)
+    "tool/call:after",  # the dispatch marker appended, not yet flushed
+    "tool:running",  # a tool body started (its tool/call flush returned)
+    "approval:waiting",  # the approver is waiting for a decision
+    "step/end:after",  # step/end appended
+    "turn/end:after",  # turn/end appended, before the checkpoint flush
+    "flush",  # a batch of the writer is about to be written (a flush is in flight)
+)
+CRASH_POINTS: Final = POINTS
+CANCEL_POINTS: Final = POINTS
+
+#: Requests a driven implementation answers (spec/harness.md §Requests).
+OPS: Final = (
+    "hello",
+    "start",
+    "followup",
+    "steer",
+    "inject",
+    "cancel",
+    "advance",
+    "tool",
+    "approval",
+    "flush",
+    "disk",
+    "arm",
+    "shutdown",
+    "crash",
+)
+
+#: One reply: ``{"ok": bool, "result": ..., "journal": [...], "state": {...},
+#: "crashed": bool, "error"?: str}`` (spec/harness.md §Replies).
+Reply = dict[str, Any]
+
+
+class AdapterError(RuntimeError):
+    """The driven implementation refused a request, broke the protocol, or hung."""
+
+
+class Adapter(Protocol):
+    """How the state machine reaches an implementation (in-process or over a pipe)."""
+
+    def request(self, message: dict[str, Any]) -> Reply:
+        """Send one request and return its reply. If the implementation died while
+        handling it (a crash trap fired), the reply is ``{"crashed": true, ...}`` with the
+        journal entries it managed to report first."""
+        ...
+
+    def crash(self) -> None:
+        """Crash the implementation now, from outside (a SIGKILL for a process)."""
+        ...
+
+    def durable_bytes(self, log_path: str) -> bytes:
+        """The durable bytes of the log after a crash: what a cold open will find."""
+        ...
+
+    def close(self) -> None:
+        """Release everything (kill the process, stop the thread)."""
+        ...

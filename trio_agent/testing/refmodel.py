@@ -1,0 +1,574 @@
+"""The reference model: what must happen to queued messages and to turns (pure, no trio, no I/O).
+
+It is written from the spec (spec/cancel.md K1-K8, K12, K19, K21-K22; spec/consumed-work.md),
+not from the runtime's code, and replays the journal a world reports (spec/harness.md
+§Journal): the harness's actions (sends, cancels, shutdown), the runtime's events and every
+appended log event, in the order they happened. For each item it checks that it is allowed
+*now*, and raises :class:`ModelViolation` otherwise. It decides on its own:
+
+* where a message goes (``followup`` → next-turn; ``steer`` → next-step, or next-turn after an
+  abort; ``inject`` → next-step), and that a claim takes the head(s) of the queues;
+* which messages a cancel must drop (the whole queue, next-step first) and that nothing else
+  ever leaves the inbox except by a claim;
+* whether ``cancel`` reaches a live controller (so an idle cancel reaches nothing), and that a
+  reached turn ends ``aborted`` while no other turn does; ``interrupted`` only from repair;
+* when a turn may start (a woken, uncancelled controller), which messages each step enters,
+  whether another step is owed, and how a turn that was not cancelled must end (from the
+  plan: ``completed``, ``max-tokens`` or ``error``);
+* when the agent may be idle with work still queued (only after a cancel, a failed
+  checkpoint, a shutdown, or in a reopened session: *parked* work, K8/K21);
+* the consumed-work flag: ``dropped_unrun`` is true exactly when a cancel dropped queued
+  messages after the last turn that consumed input.
+
+After a crash the model is rebuilt from the durable prefix (:meth:`ReferenceModel.replay`):
+what was not durable never happened, except that the new process knows nothing of the old
+one's runtime state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .plan import entry_kind, plan_entry
+
+__all__ = ["ModelViolation", "ReferenceModel"]
+
+QUEUES = ("next-step", "next-turn")
+
+
+class ModelViolation(AssertionError):
+    """The implementation did something the reference model forbids."""
+
+
+@attrs.define
+class TurnRecord:
+    number: int
+    hit: bool = False  # a cancel reached this turn's controller while it was live
+    steps: int = 0
+    open_step: int | None = None
+    claimed: list[str] = attrs.Factory(list)
+    batch: list[str] = attrs.Factory(list)  # claimed for the step about to start
+    entering: list[str] = attrs.Factory(list)  # claimed ids the open step must enter, in order
+    ends: str | None = None  # the loop's sticky decision so far (K12)
+    error: bool = False  # a step's model call failed: the turn ends error
+    more_steps: bool = False  # after the last step/end, another step is owed
+    ended: str | None = None
+
+
+@attrs.define
+class _Send:
+    op: str
+    target: str
+    woke_idle: bool
+    after_abort: bool
+    inserted: str | None = None
+
+
+@attrs.define
+class _Cancel:
+    cause: str
+    keep_inbox: bool
+    drops: list[tuple[str, list[str]]]
+    predicted_hit: bool
+    controller_turn: int | None
+
+
+class ReferenceModel:
+    """See the module docstring. ``plan`` is the plan the world's model plays."""
+
+    def __init__(self, plan: Sequence[str]) -> None:
+        self.plan = list(plan)
+        # -- what the log says (rebuilt from the durable prefix after a crash) --
+        self.queues: dict[str, list[str]] = {q: [] for q in QUEUES}
+        self.messages: dict[str, str] = {}  # id -> queued | claimed | entered | dropped
+        self.turns: dict[int, TurnRecord] = {}
+        self.open_turn: int | None = None
+        self.last_turn = 0
+        self.dropped_unrun = False
+        self.events = 0
+        # -- what the running agent knows (reset by a crash or a reopen) --
+        self.status = "idle"
+        self.controller = "none"  # none | unbound | bound
+        self.controller_turn: int | None = None
+        self.controller_cancelled = False
+        self.after_abort = False  # the run's latest controller was cancelled (K8)
+        self.abort_cause: str | None = None
+        self.latch = False
+        self.closing = False
+        self.checkpoint_failed = False
+        self.parked: set[str] = set()  # queued ids allowed to wait while the agent is idle
+        self.expect_running = False
+        self.repairing = False
+        self._send: _Send | None = None
+        self._cancel: _Cancel | None = None
+        self._last_end: tuple[int, str] | None = None
+        self._last_drop: tuple[str, list[str]] | None = None
+        #: Every turn/end seen, in order: (turn, kind).
+        self.ends: list[tuple[int, str]] = []
+
+    # -- construction after a crash or a reopen ------------------------------------------------
+
+    @classmethod
+    def replay(cls, plan: Sequence[str], events: Iterable[Mapping[str, Any]]) -> ReferenceModel:
+        """The model of a freshly opened session whose log is ``events`` (no checks: every
+        event was checked when it was first appended)."""
+        model = cls(plan)
+        for event in events:
+            model._replay_event(event)
+        model.reopened()
+        return model
+
+    def reopened(self) -> None:
+        """A new agent on the same log: no run, everything queued is parked (K8)."""
+        self.status = "idle"
+        self.controller = "none"
+        self.controller_turn = None
+        self.controller_cancelled = False
+        self.after_abort = False
+        self.abort_cause = None
+        self.latch = False
+        self.closing = False
+        self.checkpoint_failed = False
+        self.expect_running = False
+        self._send = None
+        self._cancel = None
+        self.parked = set(self.queues["next-step"]) | set(self.queues["next-turn"])
+
+    def _replay_event(self, event: Mapping[str, Any]) -> None:
+        kind, data = event["type"], event["data"]
+        self.events += 1
+        if kind == "agent/inbox/spliced":
+            queue = self.queues[data["target"]]
+            removed = queue[data["start"] : data["start"] + data.get("removedCount", 0)]
+            del queue[data["start"] : data["start"] + data.get("removedCount", 0)]
+            for m in data["inserted"]:
+                queue.append(m["id"])
+                self.messages[m["id"]] = "queued"
+            if "removedCount" in data:
+                if data.get("outcome") == "canceled":
+                    for mid in removed:
+                        self.messages[mid] = "dropped"
+                    if not data["inserted"]:
+                        self.dropped_unrun = True
+                elif self.open_turn is not None:
+                    for mid in removed:
+                        self.messages[mid] = "claimed"
+                    self.turns[self.open_turn].claimed.extend(removed)
+        elif kind == "turn/start":
+            self.open_turn = self.last_turn = data["turn"]
+            self.turns[data["turn"]] = TurnRecord(data["turn"])
+        elif kind == "step/start":
+            record = self.turns.get(data["turn"])
+            if record is not None:
+                record.steps = data["step"]
+        elif kind == "turn/end":
+            record = self.turns.get(data["turn"])
+            if record is not None:
+                record.ended = data["reason"]["kind"]
+                if record.steps or (record.claimed and record.ended != "completed"):
+                    self.dropped_unrun = False
+            self.ends.append((data["turn"], data["reason"]["kind"]))
+            self.open_turn = None
+
+    # -- the journal ---------------------------------------------------------------------------
+
+    def fail(self, text: str) -> None:
+        raise ModelViolation(text)
+
+    def apply(self, entry: Mapping[str, Any]) -> None:
+        """Check and apply one journal entry."""
+        k = entry["k"]
+        if self.expect_running and not (
+            k == "rt" and entry["type"] == "status" and entry["status"] == "running"
+        ):
+            self.fail("a latched wake with pending work did not start a new run when idle (K8)")
+        if k == "event":
+            self._event(entry["event"])
+        elif k == "rt":
+            self._runtime(entry)
+        elif k == "act":
+            self._act(entry)
+
+    # -- actions --
+
+    def _act(self, entry: Mapping[str, Any]) -> None:
+        op, phase = entry["op"], entry["phase"]
+        if op in ("followup", "steer", "inject"):
+            if phase == "begin":
+                after_abort = self.status == "running" and self.after_abort
+                target = (
+                    "next-turn"
+                    if op == "followup" or (op == "steer" and after_abort)
+                    else ("next-step")
+                )
+                self._send = _Send(op, target, self.status == "idle", after_abort)
+            else:
+                self._send_end(entry)
+        elif op == "cancel":
+            if phase == "begin":
+                self._cancel_begin(entry["cause"], bool(entry["keep_inbox"]))
+            else:
+                self._cancel_end(entry.get("hit"), entry.get("turn"))
+        elif op == "shutdown":
+            # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
+            self.closing = True
+            self._cancel_begin("disposed", True)
+            self._cancel_end(None, None)
+
+    def _send_end(self, entry: Mapping[str, Any]) -> None:
+        send = self._send
+        self._send = None
+        if send is None or send.inserted is None:
+            self.fail(f"{entry['op']} returned without appending its insert splice")
+            return
+        if entry["id"] != send.inserted:
+            self.fail(f"{entry['op']} returned id {entry['id']!r} but inserted {send.inserted!r}")
+        if send.op == "inject":
+            if self.status == "idle":
+                self.parked.add(send.inserted)
+            return
+        if self.closing:
+            self.parked.add(send.inserted)
+            return
+        if send.woke_idle:
+            if self.status != "running":
+                self.fail(f"{send.op} on an idle agent did not start a run (K1)")
+        elif send.after_abort and self.abort_cause != "disposed":
+            self.latch = True
+
+    def _cancel_begin(self, cause: str, keep_inbox: bool) -> None:
+        drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
+        if not keep_inbox:
+            self.latch = False
+        predicted = self.controller != "none" and not self.controller_cancelled
+        turn = self.controller_turn if self.controller == "bound" else None
+        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn)
+
+    def _cancel_end(self, hit: object, turn: object) -> None:
+        cancel = self._cancel
+        self._cancel = None
+        assert cancel is not None
+        if cancel.drops:
+            self.fail(f"cancel did not drop {cancel.drops} (K5: the whole queue, next-step first)")
+        if hit is not None and hit is not cancel.predicted_hit:
+            where = (
+                "no live controller"
+                if self.controller == "none"
+                else f"a {'cancelled ' if self.controller_cancelled else ''}{self.controller} "
+                f"controller (turn {self.controller_turn})"
+            )
+            self.fail(f"cancel returned hit={hit} but the model has {where} (K3/K5)")
+        if hit is not None and turn != cancel.controller_turn:
+            self.fail(
+                f"the live controller governs turn {turn}, the model says {cancel.controller_turn}"
+            )
+        if cancel.predicted_hit:
+            self.controller_cancelled = True
+            self.after_abort = True
+            self.abort_cause = cancel.cause
+            if self.controller == "bound":
+                assert self.controller_turn is not None
+                record = self.turns[self.controller_turn]
+                if record.ended is not None:
+                    self.fail(f"cancel reached turn {record.number}, which already ended (K7)")
+                record.hit = True
+
+    # -- runtime events --
+
+    def _runtime(self, entry: Mapping[str, Any]) -> None:
+        kind = entry["type"]
+        if kind == "status":
+            if entry["status"] == "running":
+                self._running()
+            else:
+                self._idle()
+        elif kind == "turn-started":
+            if self.open_turn != entry["turn"]:
+                self.fail(f"TurnStarted({entry['turn']}) but the open turn is {self.open_turn}")
+        elif kind == "turn-ended":
+            last = self._last_end
+            if last is None or last != (entry["turn"], entry["reason"]):
+                self.fail(f"TurnEnded({entry['turn']}, {entry['reason']}) but the log has {last}")
+            if (entry["cause"] is None) != (entry["reason"] != "aborted"):
+                self.fail(f"turn {entry['turn']} {entry['reason']} with cause {entry['cause']}")
+            self._last_end = None
+        elif kind == "prevented":
+            if self.controller != "unbound" or not self.controller_cancelled:
+                self.fail("TurnPrevented without a cancelled controller waiting to start (K2)")
+            self.controller = "none"
+            self.controller_turn = None
+            pending = len(self.queues["next-turn"]) + len(self.queues["next-step"])
+            if entry["parked"] != pending:
+                self.fail(f"TurnPrevented says {entry['parked']} parked, the inbox holds {pending}")
+        elif kind == "dropped":
+            if self._last_drop != (entry["target"], list(entry["ids"])):
+                self.fail(
+                    f"InboxDropped({entry['target']}, {entry['ids']}) but the log dropped "
+                    f"{self._last_drop}"
+                )
+            self._last_drop = None
+        elif kind == "agent-error":
+            self.checkpoint_failed = True
+
+    def _running(self) -> None:
+        send = self._send
+        woke = send is not None and send.woke_idle and send.op != "inject" and not self.closing
+        if not (woke or self.expect_running) or self.status != "idle":
+            self.fail("the agent started a run nobody woke (K1, K8)")
+        self.expect_running = False
+        self.status = "running"
+        self.controller = "unbound"
+        self.controller_turn = None
+        self.controller_cancelled = False
+        self.after_abort = False
+        self.abort_cause = None
+        self.checkpoint_failed = False
+        self.parked.clear()  # a run takes the whole queue, parked work included (K8)
+
+    def _idle(self) -> None:
+        if self.status != "running":
+            self.fail("StatusChanged(idle) while the model is already idle")
+        if self.controller == "bound":
+            self.fail(f"the agent went idle with turn {self.controller_turn} still running")
+        pending = [*self.queues["next-step"], *self.queues["next-turn"]]
+        stopped_by = self.after_abort or self.checkpoint_failed or self.closing
+        if pending and not stopped_by and not self.latch:
+            self.fail(
+                f"the run ended with {pending} queued although no cancel or failure stopped it "
+                "(K21: only a cancel parks work)"
+            )
+        self.status = "idle"
+        self.controller = "none"
+        self.controller_turn = None
+        self.controller_cancelled = False
+        replay = self.latch and bool(pending) and not self.closing
+        self.latch = False
+        if replay:
+            self.expect_running = True
+        else:
+            self.parked.update(pending)
+
+    # -- log events --
+
+    def _event(self, event: Mapping[str, Any]) -> None:
+        kind, data, seq = event["type"], event["data"], event["seq"]
+        if seq != self.events:
+            self.fail(f"event seq {seq} but the model counted {self.events} events")
+        self.events += 1
+        try:
+            handler = getattr(self, "_on_" + kind.replace("/", "_"))
+        except AttributeError:
+            return
+        handler(data, seq)
+
+    def _on_agent_inbox_spliced(self, data: Mapping[str, Any], seq: int) -> None:
+        target = data["target"]
+        queue = self.queues[target]
+        if "removedCount" not in data:
+            self._insert(data, seq)
+        elif data.get("outcome") == "canceled":
+            cancel = self._cancel
+            if cancel is None or not cancel.drops:
+                self.fail(f"seq {seq}: messages dropped without a cancel that clears the inbox")
+                return
+            want_target, want_ids = cancel.drops.pop(0)
+            got = queue[data["start"] : data["start"] + data["removedCount"]]
+            if target != want_target or data["start"] != 0 or got != want_ids or data["inserted"]:
+                self.fail(
+                    f"seq {seq}: cancel dropped {target} {got}, expected {want_target} {want_ids}"
+                )
+            del queue[:]
+            self._last_drop = (target, list(got))
+            for mid in got:
+                self.messages[mid] = "dropped"
+            self.dropped_unrun = True
+        else:
+            self._claim(data, seq)
+
+    def _insert(self, data: Mapping[str, Any], seq: int) -> None:
+        send = self._send
+        inserted = data["inserted"]
+        if send is None or send.inserted is not None or len(inserted) != 1:
+            self.fail(f"seq {seq}: an insert that no single send asked for")
+            return
+        target = data["target"]
+        if target != send.target:
+            self.fail(
+                f"seq {seq}: {send.op} queued its message on {target}, expected "
+                f"{send.target}" + (" (after an abort, K8)" if send.after_abort else "")
+            )
+        queue = self.queues[target]
+        if data["start"] != len(queue):
+            self.fail(f"seq {seq}: insert at {data['start']}, not at the end of {target}")
+        mid = inserted[0]["id"]
+        queue.append(mid)
+        self.messages[mid] = "queued"
+        send.inserted = mid
+
+    def _claim(self, data: Mapping[str, Any], seq: int) -> None:
+        turn = self.open_turn
+        if turn is None:
+            self.fail(f"seq {seq}: a claim outside a turn")
+            return
+        record = self.turns[turn]
+        if record.hit and not self.repairing:
+            self.fail(f"seq {seq}: turn {turn} claims input after its cancel")
+        target = data["target"]
+        queue = self.queues[target]
+        count = data["removedCount"]
+        if data["start"] != 0:
+            self.fail(f"seq {seq}: a claim must take the head of {target}")
+        if target == "next-step" and count != len(queue):
+            self.fail(f"seq {seq}: claimed {count} of {len(queue)} next-step messages (K12)")
+        if target == "next-turn" and (count != 1 or record.steps):
+            self.fail(f"seq {seq}: a next-turn claim takes one message, at the first step only")
+        taken = queue[:count]
+        del queue[:count]
+        for mid in taken:
+            self.messages[mid] = "claimed"
+        record.claimed.extend(taken)
+        record.batch.extend(taken)
+
+    def _on_turn_start(self, data: Mapping[str, Any], seq: int) -> None:
+        if self.status != "running" or self.controller != "unbound":
+            self.fail(f"seq {seq}: turn/start without a woken controller (K1)")
+        elif self.controller_cancelled:
+            self.fail(f"seq {seq}: turn/start although its controller was cancelled (K2)")
+        turn = data["turn"]
+        self.turns[turn] = TurnRecord(turn)
+        self.open_turn = self.last_turn = turn
+        self.controller = "bound"
+        self.controller_turn = turn
+
+    def _on_step_start(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        if record.hit:
+            self.fail(f"seq {seq}: turn {record.number} starts a step after its cancel")
+        if record.steps and not record.more_steps:
+            self.fail(
+                f"seq {seq}: step {data['step']} of turn {record.number} although the "
+                "previous step ended the turn (K12)"
+            )
+        record.steps = data["step"]
+        record.open_step = data["step"]
+        record.entering = record.batch
+        record.batch = []
+        record.more_steps = False
+
+    def _on_user_message(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        mid = data["message"]["id"]
+        if not record.entering or record.entering[0] != mid:
+            self.fail(f"seq {seq}: step entered {mid!r}, expected the claimed {record.entering}")
+            return
+        record.entering.pop(0)
+        self.messages[mid] = "entered"
+
+    def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        if record.entering and not self.repairing:
+            self.fail(f"seq {seq}: step ended without entering {record.entering}")
+        record.open_step = None
+        if record.hit or self.repairing:
+            return
+        kind = entry_kind(plan_entry(self.plan, record.number, data["step"]))
+        if kind == "error":
+            record.error = True
+            return
+        if record.ends != "max-tokens":
+            record.ends = kind
+        record.more_steps = not (record.ends is not None and not self.queues["next-step"])
+
+    def _on_turn_end(self, data: Mapping[str, Any], seq: int) -> None:
+        turn = data["turn"]
+        kind = data["reason"]["kind"]
+        record = self.turns[turn]
+        if kind == "interrupted":
+            if not self.repairing:
+                self.fail(f"seq {seq}: turn {turn} ended interrupted outside crash repair")
+        elif self.repairing:
+            self.fail(f"seq {seq}: repair closed turn {turn} as {kind}, not interrupted")
+        elif record.hit:
+            if kind != "aborted":
+                self.fail(f"seq {seq}: turn {turn} was cancelled but ended {kind} (K19)")
+        elif kind == "aborted":
+            self.fail(f"seq {seq}: turn {turn} ended aborted but no cancel reached it")
+        else:
+            want = "error" if record.error else record.ends
+            if record.steps == 0 or (not record.error and record.more_steps):
+                self.fail(f"seq {seq}: turn {turn} ended {kind} while a step was still owed")
+            elif kind != want:
+                self.fail(f"seq {seq}: turn {turn} ended {kind}, the plan says {want}")
+        record.ended = kind
+        if record.steps or (record.claimed and kind != "completed"):
+            self.dropped_unrun = False  # C4: the turn accounts for what it consumed
+        self.ends.append((turn, kind))
+        self.open_turn = None
+        self._last_end = (turn, kind)
+        if self.repairing:
+            return
+        # K7: the hand-off; an aborted turn ends the run, otherwise the next controller waits.
+        if kind == "aborted":
+            self.controller = "none"
+        else:
+            self.controller = "unbound"
+            self.controller_cancelled = False
+            self.after_abort = False
+            self.abort_cause = None
+        self.controller_turn = None
+
+    # -- repair --------------------------------------------------------------------------------
+
+    def apply_closers(self, closers: Iterable[Mapping[str, Any]]) -> None:
+        """Check the events a cold open appended: they only close the open turn."""
+        self.repairing = True
+        try:
+            for event in closers:
+                if event["type"] not in ("tool/result", "step/end", "turn/end"):
+                    self.fail(f"repair appended {event['type']}")
+                self._event(event)
+            if self.open_turn is not None:
+                self.fail(f"turn {self.open_turn} is still open after repair")
+        finally:
+            self.repairing = False
+        self._last_end = None
+        self.reopened()
+
+    # -- quiescent checks ----------------------------------------------------------------------
+
+    def check_quiescent(self, state: Mapping[str, Any]) -> None:
+        """The world settled: compare what it reports with what must hold now."""
+        if self.expect_running:
+            self.fail("a latched wake with pending work did not start a new run (K8)")
+        if self._send is not None or self._cancel is not None:
+            self.fail("an action did not complete")
+        status = state["status"]
+        if status != "closed" and status != self.status:
+            self.fail(f"the agent is {status}, the model says {self.status}")
+        inbox = state["inbox"]
+        for queue in QUEUES:
+            if status != "closed" and list(inbox[queue]) != self.queues[queue]:
+                self.fail(f"{queue} holds {inbox[queue]}, the model says {self.queues[queue]}")
+        controller = state["controller"]
+        if status == "running":
+            if self.controller != "bound":
+                self.fail(
+                    "the agent is running but no turn is: a woken controller never "
+                    "started its turn and was not prevented (K2)"
+                )
+            elif self.turns[self.controller_turn or 0].hit:
+                self.fail(f"turn {self.controller_turn} was cancelled but has not ended")
+            if controller is None or controller["turn"] != self.controller_turn:
+                self.fail(
+                    f"the live controller is {controller}, the model says turn "
+                    f"{self.controller_turn}"
+                )
+        elif status == "idle":
+            if controller is not None:
+                self.fail(f"an idle agent holds a live controller {controller} (K7)")
+            waiting = [m for q in QUEUES for m in self.queues[q] if m not in self.parked]
+            if waiting:
+                self.fail(f"the agent is idle with {waiting} queued: nothing parked them (K21)")

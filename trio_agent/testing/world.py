@@ -1,0 +1,752 @@
+"""One incarnation of the real runtime on a real JSONL session, moved only by the harness.
+
+A :class:`World` is what lives between a cold open and a crash (or a graceful shutdown): a
+:class:`~trio_agent.store.JsonlStore` session, an agent from
+:func:`~trio_agent.runtime.open_agent` with the real :class:`~trio_agent.models.ScriptedModel`
+and :class:`~trio_agent.tools.builtin.SleepTool`, and a few harness seams built from the
+runtime's own extension points. Nothing in it moves unless the harness moves it:
+
+* **virtual time** (``trio.testing.MockClock(rate=0)``, no autojump): the model's chunk delays,
+  the sleep tool and the writer's batching window only elapse on :meth:`advance`;
+* **gates**: the ``job`` tool's body and the approver wait for a harness decision;
+* **disk I/O**: every batch of the writer waits, in its worker thread, at a gate in
+  :class:`GatedFileOps` that only :meth:`World.settle` opens, when every trio task is blocked.
+  So the file never changes while trio code runs, reading it is always race-free, and which
+  events a batch holds does not depend on thread timing.
+
+:meth:`World.settle` (run after every request) loops: wait until all tasks are blocked; open
+the I/O gate for a parked batch and wait for its thread to report back; repeat until nothing is
+runnable, no batch is parked and no worker thread is out. That is the quiescent point where the
+state machine checks its invariants. Together with FIFO scheduling
+(:mod:`~trio_agent.testing.scheduling`, installed by the adapters) this makes a world
+deterministic: the same requests give the same journal, whatever the threads' timing.
+
+**Traps** (``arm``): a crash or a cancel at a named point (:data:`~.protocol.POINTS`). Points
+are detected by a session observer ("just after event X was appended"), a runtime listener
+(``turn/start:before``), a seam (``tool:running``, ``approval:waiting``) or the I/O gate
+(``flush``). A crash snapshots the file bytes on the spot (they cannot be in flight). A cancel
+is never issued from an observer (``cancel`` appends splices, and observers must not append):
+it is recorded and issued synchronously at the next harness seam the turn enters (hook, model
+read, approver, tool body) or, if the turn reaches none first, at the next quiescent point of
+:meth:`settle` -- for a flush in flight, while its batch still waits at the gate.
+
+Everything the world observes is reported in order through ``emit`` as *journal entries*
+(spec/harness.md §Journal): appended events, runtime events, the harness's own actions and
+fired traps. The reference model replays them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, cast
+
+import trio
+import trio.testing
+
+from ..log.codec import event_to_json
+from ..log.events import Event
+from ..models.base import ModelRequest, StepContext
+from ..models.scripted import ScriptedModel
+from ..runtime import (
+    Agent,
+    AgentError,
+    CancelCause,
+    Hooks,
+    InboxDropped,
+    Reject,
+    RuntimeEvent,
+    StatusChanged,
+    TurnContext,
+    TurnEnded,
+    TurnPrevented,
+    TurnStarted,
+    open_agent,
+)
+from ..store import FileOps, JsonlStore, Session
+from ..tools.base import ToolCall, ToolContext, ToolOutcome
+from ..tools.builtin import SleepTool
+from .plan import CHUNK_DELAY, plan_entry
+
+__all__ = ["SESSION_ID", "GatedFileOps", "World", "session_root"]
+
+#: The id of the one session a world runs (its file is ``<root>/s/session.jsonl``).
+SESSION_ID: Final = "s"
+#: The writer's batching window (virtual seconds).
+WINDOW: Final = 0.02
+#: Longest real time :meth:`World.settle` waits for a worker thread before looking again.
+_POLL: Final = 0.002
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def session_root(log_path: str | os.PathLike[str]) -> Path:
+    """The store root whose session ``SESSION_ID`` lives at ``log_path``."""
+    path = Path(log_path)
+    if path.name != "session.jsonl" or path.parent.name != SESSION_ID:
+        raise ValueError(f"the log must be <root>/{SESSION_ID}/session.jsonl, got {path}")
+    return path.parent.parent
+
+
+class GatedFileOps(FileOps):
+    """Real ``write``/``fsync``/``ftruncate`` whose writer batches wait at a gate.
+
+    Until :attr:`armed` (set once the session is live, so create and cold open are not
+    gated), everything passes. Once armed, the first ``write`` of each batch parks its worker
+    thread until the trio side calls :meth:`release` (one batch per call) or opens the gate
+    for good (:meth:`open_all`, for teardown). :attr:`fail_next` makes that many batches fail
+    with ``ENOSPC`` before they write a byte. All methods but :meth:`release`,
+    :meth:`open_all` and the properties run in the writer's worker thread.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.armed = False
+        self._passthrough = False
+        self._in_batch = False
+        self._parked = False
+        self._parked_data = b""
+        self._park_generation = 0  # counts parked batches
+        self._released = 0  # the last generation the trio side let through
+        self._version = 0
+        self.fail_next = 0
+        self.batches = 0
+        #: Called in the worker thread right after a batch's bytes are written (server crash).
+        self.after_write: Callable[[], None] | None = None
+
+    # -- trio side ---------------------------------------------------------------------------
+
+    @property
+    def parked(self) -> bool:
+        """A batch waits at the gate (its worker thread is blocked)."""
+        return self._parked
+
+    @property
+    def parked_data(self) -> bytes:
+        """The bytes the parked batch is about to write."""
+        return self._parked_data
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def busy(self) -> bool:
+        """A batch is between its first write and its fsync (or failure), in its thread."""
+        return self._in_batch
+
+    def release(self) -> None:
+        """Let the parked batch through. Idempotent: releasing the same parked batch twice
+        (the trio side looked again before its thread woke) lets no later batch through."""
+        with self._cond:
+            if self._parked:
+                self._released = self._park_generation
+                self._cond.notify_all()
+
+    def open_all(self) -> None:
+        """Never gate again (teardown of a world: its writes no longer matter)."""
+        with self._cond:
+            self._passthrough = True
+            self._cond.notify_all()
+
+    def wait_change(self, version: int, timeout: float) -> None:
+        """Block (in a thread) until the gate's state changed from ``version``."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._version != version, timeout)
+
+    # -- worker-thread side ------------------------------------------------------------------
+
+    def _bump(self) -> None:
+        self._version += 1
+        self._cond.notify_all()
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        with self._cond:
+            if self.armed and not self._in_batch:
+                self._in_batch = True
+                if not self._passthrough:
+                    self._park_generation += 1
+                    generation = self._park_generation
+                    self._parked = True
+                    self._parked_data = bytes(data)
+                    self._bump()
+                    while self._released < generation and not self._passthrough:
+                        self._cond.wait()
+                    self._parked = False
+                    self._bump()
+                    if self.fail_next > 0:
+                        self.fail_next -= 1
+                        self._in_batch = False
+                        self._bump()
+                        raise OSError(errno.ENOSPC, "injected by the harness: no space left")
+        return os.write(fd, data)
+
+    def point(self, name: str) -> None:
+        if name == "batch:written" and self.after_write is not None:
+            self.after_write()
+        elif name == "batch:synced":
+            with self._cond:
+                if self._in_batch:
+                    self._in_batch = False
+                    self.batches += 1
+                    self._bump()
+
+
+class _Gate:
+    """A seam waiting for the harness: ``decision`` is set, then ``event``."""
+
+    __slots__ = ("call_id", "decision", "event", "turn")
+
+    def __init__(self, turn: int, call_id: str) -> None:
+        self.turn = turn
+        self.call_id = call_id
+        self.decision = ""
+        self.event = trio.Event()
+
+
+class _Model:
+    """The real :class:`ScriptedModel` playing ``plan_entry(turn, step)``, wrapped so the world
+    knows which streams are open and can land a deferred cancel at each chunk read."""
+
+    def __init__(self, world: World, plan: Sequence[str]) -> None:
+        self._world = world
+        self._plan = list(plan)
+
+    def stream(self, request: ModelRequest, ctx: StepContext) -> AsyncIterator[Mapping[str, Any]]:
+        return self._stream(request, ctx)
+
+    async def _stream(
+        self, request: ModelRequest, ctx: StepContext
+    ) -> AsyncIterator[Mapping[str, Any]]:
+        entry = plan_entry(self._plan, request.turn, request.step)
+        inner = cast(
+            AsyncGenerator[Mapping[str, Any], None],
+            ScriptedModel([entry], chunk_delay=CHUNK_DELAY).stream(request, ctx),
+        )
+        key = (request.turn, request.step)
+        self._world.streams.add(key)
+        try:
+            async with contextlib.aclosing(inner):
+                while True:
+                    self._world.at_seam()
+                    try:
+                        chunk = await inner.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    yield chunk
+        finally:
+            self._world.streams.discard(key)
+
+
+class _Hooks(Hooks):
+    """Default behaviour, but every hook is a seam (deferred cancels land here) and a
+    checkpoint, so a cancel issued at the seam is delivered inside the hook."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    async def pre_step(
+        self, ctx: TurnContext, messages: Sequence[Mapping[str, Any]]
+    ) -> Sequence[Mapping[str, Any]] | Reject | None:
+        self._world.at_seam()
+        await trio.lowlevel.checkpoint()
+        return None
+
+    async def assemble_prompt(self, ctx: TurnContext) -> str:
+        self._world.at_seam()
+        await trio.lowlevel.checkpoint()
+        return "harness"
+
+    async def turn_stopping(self, ctx: TurnContext) -> None:
+        self._world.at_seam()
+        await trio.lowlevel.checkpoint()
+
+
+class _Approver:
+    """Allows every call at once, except calls with ``{"ask": true}``, which wait for the
+    harness (``approval`` request)."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    async def approve(self, call: ToolCall, ctx: TurnContext) -> bool:
+        world = self._world
+        world.at_seam()
+        if not call.arguments.get("ask"):
+            await trio.lowlevel.checkpoint()
+            return True
+        gate = _Gate(ctx.turn, call.id)
+        world.approvals.append(gate)
+        try:
+            world.reach("approval:waiting")
+            await gate.event.wait()
+        finally:
+            if gate in world.approvals:
+                world.approvals.remove(gate)
+        return gate.decision == "allow"
+
+
+class _JobTool:
+    """``job``: writes one line, then waits until the harness finishes or fails it."""
+
+    name = "job"
+    parallel = False
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+        world = self._world
+        gate = _Gate(ctx.turn, call.id)
+        world.body_started(ctx.turn, call.id)
+        world.jobs.append(gate)
+        try:
+            ctx.output("stdout", f"job {call.id} started\n")
+            await gate.event.wait()
+        finally:
+            if gate in world.jobs:
+                world.jobs.remove(gate)
+            world.body_stopped(call.id)
+        if gate.decision == "fail":
+            raise RuntimeError(f"job {call.id} failed")
+        return ToolOutcome(content=f"job {call.id} done")
+
+
+class _Sleep:
+    """The real :class:`SleepTool`, with the world told when its body runs."""
+
+    name = "sleep"
+    parallel = True
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+        self._inner = SleepTool()
+
+    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+        self._world.body_started(ctx.turn, call.id)
+        try:
+            return await self._inner.run(call, ctx)
+        finally:
+            self._world.body_stopped(call.id)
+
+
+def _cause(name: str) -> CancelCause:
+    if name == "user":
+        return CancelCause.user()
+    if name == "parent":
+        return CancelCause.parent()
+    raise ValueError(f"unknown cancel cause {name!r} (user or parent)")
+
+
+class World:
+    """One incarnation (see the module docstring). Built and driven by a
+    :class:`~trio_agent.testing.host.WorldHost`."""
+
+    def __init__(
+        self,
+        *,
+        log_path: str,
+        create: bool,
+        plan: Sequence[str],
+        emit: Emit,
+        on_crash: Callable[[World, bool], None],
+    ) -> None:
+        self.log_path = Path(log_path)
+        self.root = session_root(log_path)
+        self.create = create
+        self.plan = list(plan)
+        self._emit_to = emit
+        self._on_crash = on_crash
+        self.ops = GatedFileOps()
+        self.session: Session | None = None
+        self.agent: Agent | None = None
+        self.scope = trio.CancelScope()
+        self.stop = trio.Event()
+        self.done = trio.Event()
+        self.dead = False
+        self.closed_ok = False
+        self.failure: str | None = None
+        self.violations: list[str] = []
+        self.trap: dict[str, Any] | None = None
+        self.pending_cancel: dict[str, Any] | None = None
+        self.jobs: list[_Gate] = []
+        self.approvals: list[_Gate] = []
+        self.bodies: dict[str, int] = {}  # running tool bodies: call id -> turn
+        self.streams: set[tuple[int, int]] = set()
+        self._chunked: set[tuple[int, int]] = set()
+        self._call_seq: dict[str, int] = {}
+        self.acked = 0
+        self._checkpoint_at: int | None = None
+        self._checkpoint_failed = False
+        self.snapshot: bytes | None = None
+        self._poll_limiter = trio.CapacityLimiter(1)
+
+    # -- journal -------------------------------------------------------------------------------
+
+    def emit(self, entry: dict[str, Any]) -> None:
+        if not self.dead:
+            self._emit_to(entry)
+
+    def violation(self, text: str) -> None:
+        if not self.dead:
+            self.violations.append(text)
+            self.emit({"k": "violation", "text": text})
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _clock(self) -> int:
+        return int(trio.current_time() * 1000)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open the session (create or cold open), run the agent until :attr:`stop`, close."""
+        started = False
+        try:
+            with self.scope:
+                store = JsonlStore(
+                    self.root,
+                    clock=self._clock,
+                    window=WINDOW,
+                    file_ops=self.ops,
+                    reap_orphans=None,
+                )
+                async with store:
+                    if self.create:
+                        session = await store.create(SESSION_ID)
+                    else:
+                        session = await store.open(SESSION_ID)
+                    self.session = session
+                    self.acked = len(session.events)
+                    self.emit(
+                        {
+                            "k": "opened",
+                            "created": self.create,
+                            "events": [event_to_json(e) for e in session.events],
+                        }
+                    )
+                    session.subscribe(self._observe)
+                    self.ops.armed = True
+                    async with open_agent(
+                        session,
+                        model=_Model(self, self.plan),
+                        tools=[_Sleep(self), _JobTool(self)],
+                        approver=_Approver(self),
+                        hooks=_Hooks(self),
+                    ) as agent:
+                        self.agent = agent
+                        agent.subscribe(self._on_runtime)
+                        started = True
+                        task_status.started()
+                        await self.stop.wait()
+                        self.emit({"k": "act", "op": "shutdown", "phase": "begin"})
+                if not self.dead:
+                    self.acked = len(session.events)
+                    self.closed_ok = True
+        except Exception as exc:
+            if not started:
+                raise
+            if not self.dead:
+                self.failure = f"{type(exc).__name__}: {exc}"
+                self.emit({"k": "failure", "text": self.failure})
+        finally:
+            self.done.set()
+
+    async def teardown(self) -> None:
+        """Discard this world (after a crash): its file no longer matters, so let every
+        write through, cancel everything, and wait until it is gone."""
+        self.dead = True
+        self.ops.open_all()
+        self.scope.cancel()
+        await self.done.wait()
+
+    # -- settling ------------------------------------------------------------------------------
+
+    async def settle(self) -> None:
+        """Run the world until it is quiescent (see the module docstring)."""
+        limiter = trio.to_thread.current_default_thread_limiter()
+        spins = 0
+        while True:
+            await trio.testing.wait_all_tasks_blocked()
+            if self.dead:
+                return
+            if self.ops.parked:
+                if self.trap is not None and self.trap["point"] == "flush":
+                    self.reach("flush")
+                    continue
+                if self.pending_cancel is not None:
+                    self.at_seam()  # a deferred cancel lands while the flush is in flight
+                    continue
+                version = self.ops.version
+                self.ops.release()
+                await self._thread_progress(version)
+                continue
+            if limiter.borrowed_tokens:
+                if self.ops.busy or spins > 1000:
+                    await self._thread_progress(self.ops.version)
+                else:
+                    # The thread is done; its result is on its way into the run loop.
+                    spins += 1
+                    await trio.lowlevel.checkpoint()
+                continue
+            spins = 0
+            if self.pending_cancel is not None:
+                self.at_seam()
+                continue
+            return
+
+    async def _thread_progress(self, version: int) -> None:
+        await trio.to_thread.run_sync(
+            self.ops.wait_change, version, _POLL, limiter=self._poll_limiter
+        )
+
+    # -- traps ---------------------------------------------------------------------------------
+
+    def arm(self, point: str, action: Mapping[str, Any]) -> None:
+        self.trap = {"point": point, "action": dict(action)}
+
+    def reach(self, point: str) -> None:
+        """A named point is reached: fire the armed trap if it waits for this point."""
+        trap = self.trap
+        if trap is None or trap["point"] != point or self.dead:
+            return
+        self.trap = None
+        action = trap["action"]
+        events = len(self.session.events) if self.session is not None else 0
+        self.emit({"k": "fire", "point": point, "action": action, "events": events})
+        if action["kind"] == "crash":
+            self.crash(after_write=bool(action.get("after_write")) and point == "flush")
+        elif point in ("turn/start:before", "tool:running", "approval:waiting", "flush"):
+            # A runtime listener, a seam or the quiescent I/O gate: cancelling here is allowed.
+            self.cancel(action["cause"], bool(action["keep_inbox"]), where=point)
+        else:
+            # Inside a session observer: cancel() appends, so it waits for the next seam.
+            self.pending_cancel = {**action, "point": point}
+
+    def at_seam(self) -> None:
+        """Called at every harness seam: issue a deferred cancel here."""
+        pending = self.pending_cancel
+        if pending is not None and not self.dead:
+            self.pending_cancel = None
+            self.cancel(pending["cause"], bool(pending["keep_inbox"]), where=pending["point"])
+
+    def crash(self, *, after_write: bool = False) -> None:
+        """Crash now: freeze the durable bytes (plus, with ``after_write``, the parked batch as
+        if its write had completed) and stop reporting anything."""
+        if self.dead:
+            return
+        data = self.log_path.read_bytes()
+        if after_write and self.ops.parked:
+            data += self.ops.parked_data
+        self.snapshot = data
+        self.dead = True
+        self._on_crash(self, after_write)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def cancel(self, cause: str, keep_inbox: bool, *, where: str) -> bool:
+        agent = self._require_agent()
+        controller = agent.controller
+        turn = controller.turn if controller is not None else None
+        self.emit(
+            {
+                "k": "act",
+                "op": "cancel",
+                "phase": "begin",
+                "cause": cause,
+                "keep_inbox": keep_inbox,
+                "where": where,
+            }
+        )
+        hit = agent.cancel(_cause(cause), keep_inbox=keep_inbox)
+        self.emit({"k": "act", "op": "cancel", "phase": "end", "hit": hit, "turn": turn})
+        return hit
+
+    def send(self, op: str, text: str) -> str:
+        agent = self._require_agent()
+        self.emit({"k": "act", "op": op, "phase": "begin", "text": text})
+        message_id: str = getattr(agent, op)(text)
+        self.emit({"k": "act", "op": op, "phase": "end", "id": message_id})
+        return message_id
+
+    def decide(self, kind: str, decision: str) -> str:
+        gates = self.jobs if kind == "tool" else self.approvals
+        if not gates:
+            raise RuntimeError(f"no {kind} is waiting for a decision")
+        gate = gates.pop(0)
+        gate.decision = decision
+        gate.event.set()
+        self.emit(
+            {"k": "act", "op": kind, "phase": "end", "call": gate.call_id, "decision": decision}
+        )
+        return gate.call_id
+
+    async def flush_task(self) -> None:
+        """A harness flush, run as a background task (its batch waits for settle)."""
+        session = self.session
+        assert session is not None
+        try:
+            await session.flush()
+        except OSError as exc:
+            self.emit({"k": "act", "op": "flush", "phase": "end", "ok": False, "error": str(exc)})
+            return
+        if not self.dead:
+            self.acked = max(self.acked, len(session.events))
+            self.emit({"k": "act", "op": "flush", "phase": "end", "ok": True})
+
+    def _require_agent(self) -> Agent:
+        if self.agent is None or self.agent.closed:
+            raise RuntimeError("no agent is running")
+        return self.agent
+
+    # -- observing -----------------------------------------------------------------------------
+
+    def body_started(self, turn: int, call_id: str) -> None:
+        self.bodies[call_id] = turn
+        seq = self._call_seq.get(call_id)
+        if seq is not None:
+            self.acked = max(self.acked, seq + 1)  # its tool/call flush returned (K17)
+        self.at_seam()
+        self.reach("tool:running")
+
+    def body_stopped(self, call_id: str) -> None:
+        self.bodies.pop(call_id, None)
+
+    def _observe(self, event: Event) -> None:
+        if self.dead:
+            return
+        self.emit({"k": "event", "event": event_to_json(event)})
+        kind = event.type
+        data = event.data
+        if kind == "turn/start":
+            self.reach("turn/start:after")
+        elif kind == "agent/inbox/spliced":
+            if "removedCount" in data and "outcome" not in data:
+                self.reach("claim:after")
+        elif kind == "step/start":
+            self.reach("step/start:after")
+        elif kind == "assistant/chunk":
+            key = (data["turn"], data["step"])
+            if data["chunk"]["type"] == "text-delta" and key not in self._chunked:
+                self._chunked.add(key)
+                self.reach("stream:mid")
+        elif kind == "tool/call":
+            self._call_seq[data["callId"]] = event.seq
+            self.reach("tool/call:after")
+        elif kind == "tool/result":
+            if data["callId"] in self.bodies:
+                self.violation(
+                    f"seq {event.seq}: tool/result of {data['callId']} while its body runs"
+                )
+        elif kind == "step/end":
+            if (data["turn"], data["step"]) in self.streams:
+                self.violation(f"seq {event.seq}: step/end while the step's model stream is open")
+            self.reach("step/end:after")
+        elif kind == "turn/end":
+            turn = data["turn"]
+            running = sorted(c for c, t in self.bodies.items() if t == turn)
+            if running:
+                self.violation(f"seq {event.seq}: turn/end of turn {turn} while {running} run")
+            if any(t == turn for t, _ in self.streams):
+                self.violation(f"seq {event.seq}: turn/end of turn {turn} with a model stream open")
+            self.reach("turn/end:after")
+
+    def _on_runtime(self, event: RuntimeEvent) -> None:
+        if self.dead:
+            return
+        session = self.session
+        assert session is not None
+        n = len(session.events)
+        if isinstance(event, StatusChanged):
+            self.emit({"k": "rt", "type": "status", "status": event.status})
+            if event.status == "idle":
+                self._checkpointed()
+            else:
+                self.reach("turn/start:before")
+        elif isinstance(event, TurnStarted):
+            self._checkpointed()
+            self.emit({"k": "rt", "type": "turn-started", "turn": event.turn})
+        elif isinstance(event, TurnEnded):
+            outcome = event.outcome
+            self._checkpoint_at = n
+            self._checkpoint_failed = False
+            self.emit(
+                {
+                    "k": "rt",
+                    "type": "turn-ended",
+                    "turn": outcome.turn,
+                    "reason": outcome.reason,
+                    "cause": None if outcome.cause is None else outcome.cause.kind,
+                }
+            )
+        elif isinstance(event, TurnPrevented):
+            self._checkpointed()
+            self.emit(
+                {"k": "rt", "type": "prevented", "cause": event.cause.kind, "parked": event.parked}
+            )
+        elif isinstance(event, InboxDropped):
+            self.emit(
+                {
+                    "k": "rt",
+                    "type": "dropped",
+                    "target": event.target,
+                    "ids": [m["id"] for m in event.messages],
+                    "cause": event.cause.kind,
+                }
+            )
+        elif isinstance(event, AgentError):
+            self._checkpoint_failed = True
+            self.emit({"k": "rt", "type": "agent-error", "message": event.message})
+
+    def _checkpointed(self) -> None:
+        """The flush after the last ``turn/end`` returned (K13), unless it failed."""
+        if self._checkpoint_at is not None and not self._checkpoint_failed:
+            self.acked = max(self.acked, self._checkpoint_at)
+        self._checkpoint_at = None
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def where(self) -> str:
+        """A label for the point the world is parked at (for coverage figures)."""
+        agent = self.agent
+        if agent is None or agent.closed:
+            return "closed"
+        if agent.status == "idle":
+            return "idle"
+        if self.approvals:
+            return "approval:waiting"
+        if self.bodies:
+            return "tool:running"
+        if self.streams:
+            turn, step = max(self.streams)
+            return "stream:mid" if (turn, step) in self._chunked else "stream:before-chunk"
+        return "running"
+
+    def state(self) -> dict[str, Any]:
+        agent = self.agent
+        session = self.session
+        controller = agent.controller if agent is not None else None
+        inbox = session.inbox if session is not None else None
+        return {
+            "alive": not self.done.is_set(),
+            "closed_ok": self.closed_ok,
+            "status": "closed" if agent is None or agent.closed else agent.status,
+            "controller": None
+            if controller is None
+            else {"turn": controller.turn, "cancelled": controller.cancel_called},
+            "where": self.where(),
+            "jobs": len(self.jobs),
+            "approvals": len(self.approvals),
+            "inbox": {
+                "next-turn": [m["id"] for m in inbox.next_turn] if inbox else [],
+                "next-step": [m["id"] for m in inbox.next_step] if inbox else [],
+            },
+            "events": len(session.events) if session is not None else 0,
+            "acked": self.acked,
+            "disk_failures": self.ops.fail_next,
+            "armed": self.trap,
+            "violations": list(self.violations),
+            "failure": self.failure,
+        }
