@@ -33,6 +33,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 + (f" (+ parked at {', '.join(other)})" if other else "")
             )
         tr.write_line(f"{profile}: {count} examples; " + "; ".join(parts))
+        if not profile.startswith("planted"):
+            for action in ("crash", "cancel"):
+                counts = sorted(
+                    (label.split("@", 1)[1], n)
+                    for (p, label), n in COVERAGE.items()
+                    if p == profile and label.startswith(action + "@")
+                )
+                tr.write_line(f"    {action}: " + ", ".join(f"{w} {n}" for w, n in counts))
         missing = [
             f"{action}@{p}"
             for action in ("crash", "cancel")
