@@ -67,10 +67,13 @@ def _scan(path: str, *, strict: bool) -> Scan:
         raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
 
 
-def _note_tail(path: str, scan: Scan, err: TextIO) -> None:
+def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
+    """:func:`_scan`, plus the one-line note on stderr when a torn tail was ignored."""
+    scan = _scan(path, strict=strict)
     if scan.tail is not None:
         t = scan.tail
         print(f"{path}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
+    return scan
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -80,12 +83,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     worst = OK
     for path in args.files:
         try:
-            scan = _scan(path, strict=True)
+            scan = _scan_noting_tail(path, err, strict=True)
         except CliError as exc:
             print(exc, file=err)
             worst = max(worst, exc.code)
             continue
-        _note_tail(path, scan, err)
         turn = scan.checker.open_turn
         if turn is not None and args.balanced:
             line = len(scan.events) + 1
@@ -109,16 +111,14 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         return run_repair_file(args.file, out, err)
-    scan = _scan(args.file, strict=False)
-    _note_tail(args.file, scan, err)
+    scan = _scan_noting_tail(args.file, err, strict=False)
     for event in closers_for(scan.checker, scan.last_time):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
     return OK
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan = _scan(args.file, strict=False)
-    _note_tail(args.file, scan, err)
+    scan = _scan_noting_tail(args.file, err, strict=False)
     work = fold_consumed_work(scan.events)
     out.write(
         orjson.dumps({"end_seq": work.end_seq, "dropped_unrun": work.dropped_unrun}).decode() + "\n"
@@ -127,8 +127,7 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan = _scan(args.file, strict=False)
-    _note_tail(args.file, scan, err)
+    scan = _scan_noting_tail(args.file, err, strict=False)
     report = truncate_open_turn(scan.events)
     out.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     return OK
