@@ -11,53 +11,122 @@ Layers, each importing only those below it (spec/README.md):
 The names below are the public contract; the subpackages hold the rest.
 """
 
-from .log import (
-    ConsumedWork,
-    Event,
-    LogChecker,
-    LogViolation,
-    TruncateReport,
-    fold_consumed_work,
-    repair_closers,
-    truncate_open_turn,
-)
-from .models import Model, ModelError, ModelRequest, ScriptedModel
-from .runtime import (
-    Agent,
-    AgentError,
-    AllowAll,
-    Approver,
-    CancelCause,
-    Hooks,
-    InboxDropped,
-    Reject,
-    RuntimeEvent,
-    StatusChanged,
-    TurnContext,
-    TurnController,
-    TurnEnded,
-    TurnOutcome,
-    TurnPrevented,
-    TurnStarted,
-    new_message,
-    open_agent,
-)
-from .store import (
-    JsonlStore,
-    LiveTurnOpen,
-    RepairReport,
-    Session,
-    SessionCorrupt,
-    SessionExists,
-    SessionLocked,
-    SessionNotFound,
-    StoreError,
-    UnsupportedFormat,
-    repair_file,
-)
-from .tools.base import Tool, ToolCall, ToolContext, ToolOutcome
-from .tools.builtin import EchoTool, SleepTool
-from .tools.subprocess_tool import BashTool, SubprocessTool
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .log import (
+        ConsumedWork,
+        Event,
+        LogChecker,
+        LogViolation,
+        TruncateReport,
+        fold_consumed_work,
+        repair_closers,
+        truncate_open_turn,
+    )
+    from .models import Model, ModelError, ModelRequest, ScriptedModel
+    from .runtime import (
+        Agent,
+        AgentError,
+        AllowAll,
+        Approver,
+        CancelCause,
+        Hooks,
+        InboxDropped,
+        Reject,
+        RuntimeEvent,
+        StatusChanged,
+        TurnContext,
+        TurnController,
+        TurnEnded,
+        TurnOutcome,
+        TurnPrevented,
+        TurnStarted,
+        new_message,
+        open_agent,
+    )
+    from .store import (
+        JsonlStore,
+        LiveTurnOpen,
+        RepairReport,
+        Session,
+        SessionCorrupt,
+        SessionExists,
+        SessionLocked,
+        SessionNotFound,
+        StoreError,
+        UnsupportedFormat,
+        repair_file,
+    )
+    from .tools.base import Tool, ToolCall, ToolContext, ToolOutcome
+    from .tools.builtin import EchoTool, SleepTool
+    from .tools.subprocess_tool import BashTool, SubprocessTool
+
+#: Public name -> the submodule defining it. Imported on first use (PEP 562), so the file
+#: commands (``trio-agent check``) start without importing trio, the store or the runtime.
+_EXPORTS: dict[str, str] = {
+    "Agent": ".runtime",
+    "AgentError": ".runtime",
+    "AllowAll": ".runtime",
+    "Approver": ".runtime",
+    "BashTool": ".tools.subprocess_tool",
+    "CancelCause": ".runtime",
+    "ConsumedWork": ".log",
+    "EchoTool": ".tools.builtin",
+    "Event": ".log",
+    "Hooks": ".runtime",
+    "InboxDropped": ".runtime",
+    "JsonlStore": ".store",
+    "LiveTurnOpen": ".store",
+    "LogChecker": ".log",
+    "LogViolation": ".log",
+    "Model": ".models",
+    "ModelError": ".models",
+    "ModelRequest": ".models",
+    "Reject": ".runtime",
+    "RepairReport": ".store",
+    "RuntimeEvent": ".runtime",
+    "ScriptedModel": ".models",
+    "Session": ".store",
+    "SessionCorrupt": ".store",
+    "SessionExists": ".store",
+    "SessionLocked": ".store",
+    "SessionNotFound": ".store",
+    "SleepTool": ".tools.builtin",
+    "StatusChanged": ".runtime",
+    "StoreError": ".store",
+    "SubprocessTool": ".tools.subprocess_tool",
+    "Tool": ".tools.base",
+    "ToolCall": ".tools.base",
+    "ToolContext": ".tools.base",
+    "ToolOutcome": ".tools.base",
+    "TruncateReport": ".log",
+    "TurnContext": ".runtime",
+    "TurnController": ".runtime",
+    "TurnEnded": ".runtime",
+    "TurnOutcome": ".runtime",
+    "TurnPrevented": ".runtime",
+    "TurnStarted": ".runtime",
+    "UnsupportedFormat": ".store",
+    "fold_consumed_work": ".log",
+    "new_message": ".runtime",
+    "open_agent": ".runtime",
+    "repair_closers": ".log",
+    "repair_file": ".store",
+    "truncate_open_turn": ".log",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trio_agent' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -18,15 +18,20 @@ from typing import NoReturn, TextIO
 
 import orjson
 
+from . import conform
 from .log import (
+    Event,
     HeaderError,
     LogViolation,
     Scan,
     UnreadableLineError,
     closers_for,
+    decode_event,
+    decode_header,
     event_to_json,
     fold_consumed_work,
     scan_log,
+    split_log,
     truncate_open_turn,
 )
 from .log.render import render_timeline
@@ -76,6 +81,24 @@ def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
     return scan
 
 
+def _decode_slice(path: str) -> list[Event]:
+    """The events of a slice file (a header, then events of a longer log): every complete
+    line decoded (I0 applies), no other rule checked; a torn tail is ignored."""
+    split = split_log(_read(path))
+    if split.header is None:
+        raise CliError(f"{path}:1: the header line is missing or incomplete", UNREADABLE)
+    try:
+        decode_header(split.header)
+        return [decode_event(line, line_no) for line_no, line in split.lines]
+    except HeaderError as exc:
+        raise CliError(f"{path}:1: {exc}", UNREADABLE) from None
+    except UnreadableLineError as exc:
+        raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE) from None
+    except LogViolation as exc:
+        seq = "?" if exc.seq is None else exc.seq
+        raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
+
+
 # -- commands -----------------------------------------------------------------------------
 
 
@@ -90,7 +113,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             continue
         turn = scan.checker.open_turn
         if turn is not None and args.balanced:
-            line = len(scan.events) + 1
+            line = len(scan.events) + 2  # where its turn/end would go (spec/cli.md)
             print(
                 f"{path}:{line}: turn {turn} is open (--balanced requires every turn ended)",
                 file=err,
@@ -107,19 +130,27 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.write and args.stopped:
+        raise CliError(
+            "repair: --stopped only describes a dry run; --write stops groups itself", UNREADABLE
+        )
     if args.write:
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         return run_repair_file(args.file, out, err)
     scan = _scan_noting_tail(args.file, err, strict=False)
-    for event in closers_for(scan.checker, scan.last_time):
+    stopped = {call_id: "stopped" for call_id in args.stopped}
+    for event in closers_for(scan.checker, scan.last_time, stopped):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
     return OK
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan = _scan_noting_tail(args.file, err, strict=False)
-    work = fold_consumed_work(scan.events)
+    if args.suffix:  # a slice of a longer log: decoded, not checked (spec/cli.md)
+        events = _decode_slice(args.file)
+    else:
+        events = _scan_noting_tail(args.file, err, strict=False).events
+    work = fold_consumed_work(events)
     out.write(
         orjson.dumps({"end_seq": work.end_seq, "dropped_unrun": work.dropped_unrun}).decode() + "\n"
     )
@@ -183,10 +214,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("repair", help="print the closers a cold open would append")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--write", action="store_true", help="append them durably (cold sessions only)")
+    p.add_argument(
+        "--stopped",
+        action="append",
+        default=[],
+        metavar="CALL_ID",
+        help="a call whose process group recovery stopped (R5; repeatable)",
+    )
     p.set_defaults(run=cmd_repair)
 
     p = sub.add_parser("fold", help="print fold_consumed_work of the log")
     p.add_argument("file", metavar="FILE")
+    p.add_argument("--suffix", action="store_true", help="FILE is a slice: decode, do not check")
     p.set_defaults(run=cmd_fold)
 
     p = sub.add_parser("truncate", help="report what truncating the open turn would throw away")
@@ -207,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
     p.add_argument("--session", default="default", help="session id (created if missing)")
     p.set_defaults(run=cmd_run)
+
+    conform.add_parser(sub)
 
     p = sub.add_parser("serve", help="serve the demo web page")
     p.add_argument("--host", default="127.0.0.1")
