@@ -35,6 +35,7 @@ from .log import (
     truncate_open_turn,
 )
 from .log.render import render_timeline
+from .testing import command as harness_command
 
 OK, BROKEN, UNREADABLE = 0, 1, 2
 
@@ -248,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_run)
 
     conform.add_parser(sub)
+    harness_command.add_parser(sub)
 
     p = sub.add_parser("serve", help="serve the demo web page")
     p.add_argument("--host", default="127.0.0.1")

@@ -23,12 +23,13 @@ run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAM
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -59,6 +60,15 @@ COVERAGE: Counter[tuple[str, str]] = Counter()
 #: profile name -> examples (machine instances) run.
 EXAMPLES: Counter[str] = Counter()
 
+#: Lines of wire traffic kept for a failure report.
+TRANSCRIPT_LINES: Final = 40
+
+
+def _compact(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 400 else text[:400] + "..."
+
+
 causes = st.sampled_from(["user", "parent"])
 tears = st.none() | st.integers(min_value=0, max_value=1 << 16)
 actions = st.one_of(
@@ -74,6 +84,9 @@ class HarnessMachine(RuleBasedStateMachine):
     profile: ClassVar[str] = "default"
     #: The rules of the most recent run (after a failure: the shrunk counterexample).
     last_trace: ClassVar[list[str]] = []
+    #: The last :data:`TRANSCRIPT_LINES` lines of the most recent run's wire traffic:
+    #: ``> request``, ``  journal entry``, ``< reply`` (the journal tail of a failure).
+    last_transcript: ClassVar[deque[str]] = deque(maxlen=1)
 
     def __init__(self) -> None:
         super().__init__()
@@ -81,6 +94,8 @@ class HarnessMachine(RuleBasedStateMachine):
         self.tmp = Path(tempfile.mkdtemp(prefix="trio-agent-harness-"))
         self.trace: list[str] = []
         type(self).last_trace = self.trace
+        self.transcript: deque[str] = deque(maxlen=TRANSCRIPT_LINES)
+        type(self).last_transcript = self.transcript
         self.plan: list[str] = []
         self.incarnation = 0
         self.log_path = self.tmp
@@ -116,7 +131,13 @@ class HarnessMachine(RuleBasedStateMachine):
         return path
 
     def _send(self, message: dict[str, Any]) -> Reply:
+        self.transcript.append("> " + _compact(message))
         reply = self.adapter.request(message)
+        for entry in reply.get("journal", ()):
+            self.transcript.append("  " + _compact(entry))
+        self.transcript.append(
+            "< " + _compact({k: v for k, v in reply.items() if k not in ("journal", "state")})
+        )
         if not reply.get("ok") and not reply.get("crashed"):
             # Every request the machine sends is valid in the state the world reported.
             raise HarnessViolation(f"{message['op']} refused: {reply.get('error')}")
@@ -363,6 +384,7 @@ class HarnessMachine(RuleBasedStateMachine):
         assert self.state is not None
         self._cover(f"crash@{self.state['where']}")
         self._note("crash(" + (f"tear={tear})" if tear is not None else ")"))
+        self.transcript.append("(the driver kills the implementation: SIGKILL)")
         self.adapter.crash()
         self._recover(tear)
 
@@ -407,5 +429,10 @@ def machine_for(
     return type(
         name or f"HarnessMachine_{profile}",
         (HarnessMachine,),
-        {"adapter_factory": staticmethod(adapter_factory), "profile": profile, "last_trace": []},
+        {
+            "adapter_factory": staticmethod(adapter_factory),
+            "profile": profile,
+            "last_trace": [],
+            "last_transcript": deque(maxlen=1),
+        },
     )

@@ -7,6 +7,12 @@ sends it between requests (:meth:`PipeAdapter.crash`), or the process kills itse
 armed crash trap fires, which the driver sees as end-of-file before the reply. Either way the
 durable bytes are simply the file the dead process left, and the next ``start`` spawns a new
 process.
+
+The command runs in its own process group (a new session), and the driver kills the whole
+group: a crash, a teardown or a failure leaves no wrapper (``bash -c``, ``tee``, ``npm``)
+or runtime behind. A wrapper still defeats a crash *trap*, though: the runtime kills itself
+while the wrapper keeps stdout open, so no end-of-file comes. The "no reply" error says so
+(spec/porting.md: the crash must be the runtime process itself; ``exec`` it).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ class PipeAdapter:
         self,
         command: Sequence[str] = DEFAULT_COMMAND,
         *,
-        timeout: float = 120.0,
+        timeout: float = 600.0,
         env: dict[str, str] | None = None,
     ) -> None:
         self._command = list(command)
@@ -65,6 +71,7 @@ class PipeAdapter:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             env=env,
+            start_new_session=True,  # its own process group: killed whole (spec/harness.md)
         )
         lines: queue.Queue[bytes | None] = queue.Queue()
         stdout = proc.stdout
@@ -83,6 +90,11 @@ class PipeAdapter:
     def _stderr_tail(self) -> str:
         return self._last_stderr
 
+    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the implementation's whole process group (it leads it)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
     def _reap(self) -> int | None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -92,7 +104,11 @@ class PipeAdapter:
                 proc.stdin.close()
         try:
             code = proc.wait(timeout=self._timeout)
+        except subprocess.TimeoutExpired:
+            self._kill_group(proc)
+            code = proc.wait()
         finally:
+            self._kill_group(proc)  # whatever it left behind (a wrapper's other children)
             if proc.stdout is not None:
                 proc.stdout.close()
             stderr, self._stderr = self._stderr, None
@@ -121,12 +137,12 @@ class PipeAdapter:
             try:
                 line = self._lines.get(timeout=self._timeout)
             except queue.Empty:
-                raise AdapterError(
-                    f"no reply to {message.get('op')!r} within {self._timeout}s"
-                ) from None
+                raise AdapterError(self._no_reply(message, journal)) from None
             if line is None:
                 code = self._reap()
-                if code == -signal.SIGKILL:
+                crash_fired = any(_is_crash_fire(e) for e in journal)
+                # 137 = 128 + SIGKILL: how a shell wrapper reports its runtime's death.
+                if code == -signal.SIGKILL or (crash_fired and code == 128 + signal.SIGKILL):
                     return {"ok": True, "crashed": True, "journal": journal, "state": None}
                 raise AdapterError(
                     f"the implementation exited with {code} during {message.get('op')!r}:\n"
@@ -143,11 +159,45 @@ class PipeAdapter:
             else:
                 raise AdapterError(f"unexpected line from the implementation: {line!r}")
 
+    def _no_reply(self, message: dict[str, Any], journal: list[dict[str, Any]]) -> str:
+        """Why there was no reply, as far as the driver can tell (a safety net, not a
+        verdict on speed: the timeout only turns a hang into this message)."""
+        op = message.get("op")
+        head = f"no reply to {op!r} within {self._timeout:.0f}s"
+        fired = [e for e in journal if _is_crash_fire(e)]
+        if fired:
+            point = fired[-1].get("point")
+            why = (
+                f"a crash trap fired at {point!r} (journal), so the runtime should have died "
+                "and closed stdout, but stdout stayed open: probably the process that died is "
+                "not the one the driver started; a wrapper (bash -c, a pipe through tee, npm) "
+                "still holds stdout. Start the runtime itself, or end the wrapper with "
+                "`exec` (spec/porting.md)."
+            )
+        elif journal:
+            why = (
+                f"the implementation wrote {len(journal)} journal entries, the last "
+                f"{orjson.dumps(journal[-1]).decode()[:200]}, then nothing: it probably waits "
+                "for something only the driver can give (virtual time, a tool or approval "
+                "decision) instead of settling and replying (spec/harness.md §Settle)."
+            )
+        else:
+            why = (
+                "it wrote nothing at all: it may not read requests line by line, may buffer "
+                "stdout (flush after every line), or may be stuck before its first answer."
+            )
+        proc = self._proc
+        if proc is not None:
+            self._kill_group(proc)
+            self._reap()
+        tail = self._stderr_tail().strip()
+        return f"{head}: {why}" + (f"\nits stderr ended with:\n{tail}" if tail else "")
+
     def crash(self) -> None:
         proc = self._proc
         if proc is None:
             raise AdapterError("nothing to crash")
-        proc.send_signal(signal.SIGKILL)
+        self._kill_group(proc)
         code = self._reap()
         if code != -signal.SIGKILL:
             raise AdapterError(f"the implementation exited with {code} instead of dying")
@@ -167,5 +217,10 @@ class PipeAdapter:
             pass
         finally:
             if self._proc is not None:
-                self._proc.kill()
+                self._kill_group(self._proc)
                 self._reap()
+
+
+def _is_crash_fire(entry: dict[str, Any]) -> bool:
+    action = entry.get("action")
+    return entry.get("k") == "fire" and isinstance(action, dict) and action.get("kind") == "crash"

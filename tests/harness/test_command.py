@@ -1,0 +1,139 @@
+"""``trio-agent harness -- CMD``: the state machine driving a runtime given as a command.
+
+Our own runtime passes through the command exactly as a port would; a port with a planted
+bug fails with the shrunk rules, the wire traffic and the reproduction command; a runtime
+behind a shell wrapper is killed whole, and a wrapper that swallows a crash gets an error
+saying so.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trio_agent.testing.pipe import PipeAdapter
+from trio_agent.testing.protocol import AdapterError
+
+PY = sys.executable
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = [PY, "-m", "trio_agent.testing.adapter_server"]
+
+
+def harness(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "trio_agent", "harness", *args, "--", *port],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def test_our_runtime_passes_through_the_command() -> None:
+    result = harness("--examples", "6", "--steps", "20", "--seed", "7", port=SERVER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "PASS"
+    assert any(line.startswith("tool/call:after") for line in lines)  # the coverage table
+    assert "6 examples" in result.stdout
+
+
+#: A port: our server behind a relay that answers every cancel's end with ``hit: true``
+#: (an idle cancel must reach nothing, K5). It dies the way its runtime died.
+LYING_PORT = r"""
+import json, os, signal, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def feed():
+    for line in sys.stdin.buffer:
+        child.stdin.write(line); child.stdin.flush()
+    child.stdin.close()
+threading.Thread(target=feed, daemon=True).start()
+for line in child.stdout:
+    obj = json.loads(line)
+    entry = obj.get("journal", {})
+    if entry.get("k") == "act" and entry.get("op") == "cancel" and entry.get("phase") == "end":
+        entry["hit"] = True
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+if child.wait() == -signal.SIGKILL:
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_port_with_a_planted_bug_fails_with_a_readable_report(tmp_path: Path) -> None:
+    port = tmp_path / "port.py"
+    port.write_text(LYING_PORT)
+    result = harness(
+        "--examples", "60", "--steps", "12", "--seed", "3", port=[PY, str(port), *SERVER]
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "FAIL: HarnessViolation: reference model:" in out
+    assert "shrunk to" in out and "cancel(" in out
+    assert "wire traffic of that run" in out and '> {"op":"cancel"' in out
+    assert "reproduce: trio-agent harness --examples 60 --steps 12 --seed 3" in out
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``, from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(stat.parent.name))
+    return members
+
+
+def test_a_crash_kills_a_wrapped_runtime_whole(tmp_path: Path) -> None:
+    """``bash -c 'cat | runtime'``: killing only bash would leave the runtime holding stdout
+    (no end of file, a hang); the driver kills the process group."""
+    wrapped = ["bash", "-c", 'cat | "$@"', "wrapper", *SERVER]
+    adapter = PipeAdapter(wrapped)
+    log = tmp_path / "s" / "session.jsonl"
+    log.parent.mkdir()
+    try:
+        assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"]
+        assert adapter.request({"op": "followup", "text": "hi"})["ok"]
+        proc = adapter._proc
+        assert proc is not None
+        adapter.crash()
+        assert _group_members(proc.pid) == []
+    finally:
+        adapter.close()
+
+
+#: A "runtime" that reports a crash trap firing and then hangs with stdout open: what a
+#: shell wrapper around a self-killing runtime looks like from the driver.
+SWALLOWED_CRASH = r"""
+import sys, time
+for line in sys.stdin:
+    sys.stdout.write('{"journal":{"k":"fire","point":"step/start:after","action":{"kind":"crash","after_write":false},"events":3}}\n')
+    sys.stdout.flush()
+    time.sleep(3600)
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        (SWALLOWED_CRASH, "a wrapper (bash -c, a pipe through tee, npm) still holds stdout"),
+        ("import time; time.sleep(3600)", "it wrote nothing at all"),
+    ],
+)
+def test_no_reply_says_what_probably_happened(tmp_path: Path, script: str, says: str) -> None:
+    # The timeout only turns these real hangs into the error under test.
+    port = tmp_path / "port.py"
+    port.write_text(script)
+    adapter = PipeAdapter([PY, str(port)], timeout=15)
+    try:
+        with pytest.raises(AdapterError) as info:
+            adapter.request({"op": "hello"})
+    finally:
+        adapter.close()
+    assert "no reply to 'hello' within 15s" in str(info.value)
+    assert says in str(info.value)

@@ -1,0 +1,166 @@
+"""``trio-agent harness -- CMD...``: drive any implementation of spec/harness.md.
+
+Runs the Hypothesis state machine (:mod:`~trio_agent.testing.machine`) against ``CMD`` over
+the JSON-lines pipe (:class:`~trio_agent.testing.pipe.PipeAdapter`), then prints the
+per-point coverage table. On a failure it prints what was wrong, the shrunk rules, the tail
+of the wire traffic of the shrunk run (requests, journal entries, replies) and the command
+that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 for a usage error.
+
+Hypothesis runs with ``deadline=None``, no example database and its default shrinking: no
+verdict depends on the machine's speed. The pipe's "no reply" timeout is only a safety net
+that turns a hang into an error saying what probably happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shlex
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from .protocol import POINTS
+
+__all__ = ["add_parser", "coverage_table", "main", "run_harness"]
+
+
+def coverage_table(profile: str) -> list[str]:
+    """Per named point: how often a crash and a cancel happened there, in ``profile``."""
+    from .machine import COVERAGE, EXAMPLES
+
+    counts = {label: n for (p, label), n in COVERAGE.items() if p == profile}
+    width = max(len(p) for p in POINTS)
+    lines = [f"{'point':<{width}}  {'crash':>6}  {'cancel':>6}"]
+    for point in POINTS:
+        crash = counts.get(f"crash@{point}", 0)
+        cancel = counts.get(f"cancel@{point}", 0)
+        lines.append(f"{point:<{width}}  {crash:>6}  {cancel:>6}")
+    parked = sorted(
+        {label.split("@", 1)[1] for label in counts} - set(POINTS),
+    )
+    for where in parked:
+        crash = counts.get(f"crash@{where}", 0)
+        cancel = counts.get(f"cancel@{where}", 0)
+        lines.append(f"{'(parked) ' + where:<{width}}  {crash:>6}  {cancel:>6}")
+    missing = [
+        f"{action}@{p}"
+        for p in POINTS
+        for action in ("crash", "cancel")
+        if f"{action}@{p}" not in counts
+    ]
+    lines.append(
+        f"{EXAMPLES.get(profile, 0)} examples; "
+        + (f"not reached: {', '.join(missing)}" if missing else "every point reached both ways")
+    )
+    return lines
+
+
+def run_harness(
+    command: Sequence[str],
+    *,
+    examples: int,
+    steps: int,
+    seed: int,
+    profile: str,
+    timeout: float,
+    out: TextIO,
+) -> bool:
+    """Drive ``command``; print the report; return whether every example passed."""
+    # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
+    from hypothesis import HealthCheck, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from .machine import machine_for
+    from .pipe import PipeAdapter
+
+    argv = list(command)
+    machine = machine_for(lambda: PipeAdapter(argv, timeout=timeout), profile=profile)
+    hypothesis_seed(seed)(machine)
+    failure: BaseException | None = None
+    try:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                database=None,
+                report_multiple_bugs=False,
+                print_blob=False,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except Exception as exc:  # the failure of the shrunk example, reported below
+        failure = exc
+    print(f"trio-agent harness: {' '.join(shlex.quote(c) for c in argv)}", file=out)
+    print(f"profile {profile}, seed {seed}", file=out)
+    for line in coverage_table(profile):
+        print(line, file=out)
+    if failure is None:
+        print("PASS", file=out)
+        return True
+    text = str(failure).strip() or type(failure).__name__
+    print(f"\nFAIL: {type(failure).__name__}: {text}", file=out)
+    print(f"\nshrunk to {len(machine.last_trace)} rules:", file=out)
+    for rule in machine.last_trace:
+        print(f"    {rule}", file=out)
+    print("\nwire traffic of that run, last lines (> request, journal, < reply):", file=out)
+    for line in machine.last_transcript:
+        print(f"    {line}", file=out)
+    repro = [
+        "trio-agent harness",
+        f"--examples {examples}",
+        f"--steps {steps}",
+        f"--seed {seed}",
+        f"--profile {shlex.quote(profile)}",
+        "--",
+        *map(shlex.quote, argv),
+    ]
+    print(f"\nreproduce: {' '.join(repro)}", file=out)
+    return False
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
+    p = sub.add_parser(
+        "harness",
+        help="drive a runtime speaking spec/harness.md with the state machine",
+        description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
+    )
+    p.add_argument("--examples", type=int, default=100, metavar="N", help="default 100")
+    p.add_argument("--steps", type=int, default=25, metavar="K", help="rules per example")
+    p.add_argument("--seed", type=int, default=None, metavar="S", help="default: random")
+    p.add_argument("--profile", default="port", metavar="NAME", help="label of the run")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="safety net: a request without a reply for this long is a hang (default 600)",
+    )
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    p.set_defaults(run=main)
+
+
+def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    command = list(args.cmd)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        print("harness: give the runtime's command after --, e.g. harness -- ./my-port", file=err)
+        return 2
+    if args.examples < 1 or args.steps < 1 or args.timeout <= 0:
+        print("harness: --examples and --steps must be >= 1, --timeout > 0", file=err)
+        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    ok = run_harness(
+        command,
+        examples=args.examples,
+        steps=args.steps,
+        seed=seed,
+        profile=args.profile,
+        timeout=args.timeout,
+        out=out,
+    )
+    return 0 if ok else 1
