@@ -105,7 +105,10 @@ class _Runner:
 
 
 def file_bytes(vector: dict[str, Any]) -> bytes:
-    """spec/README.md §File format: every ``log`` string and ``\\n``, then ``torn``."""
+    """spec/README.md §File format: every ``log`` string and ``\\n``, then ``torn``; or
+    exactly the bytes of ``file_hex`` (a file that is not UTF-8)."""
+    if "file_hex" in vector:
+        return bytes.fromhex(str(vector["file_hex"]))
     lines = b"".join(str(line).encode() + b"\n" for line in vector["log"])
     return lines + str(vector.get("torn", "")).encode()
 

@@ -632,6 +632,23 @@ valid(
     True,
 )
 
+valid("approval-id-equals-call-id", "Tool-call ids and approval ids are two separate "
+      "uniqueness sets (I10 and I12): an approval may carry the id of the call it asks about. "
+      "A checker that keeps one set for both kinds rejects this log.",
+      [*opening(), amsg(1, 1, tc("c1")), asked(1, 1, "c1", "c1"), decided(1, 1, "c1", "allowed"),
+       call(1, 1, "c1"), res(1, 1, "c1", "contents"), se(1, 1), te(1)], True)
+valid("replacement-keeps-its-id", "A canceled splice may insert a message with the id of one it "
+      "removes (an edit in place): the ids a splice removes are excepted from I18's uniqueness.",
+      [ins("next-turn", m("m1")),
+       E("agent/inbox/spliced", target="next-turn", start=0, removedCount=1,
+         inserted=[{"id": "m1", "text": "please handle m1, edited", "source": "user"}],
+         outcome="canceled")], True)
+valid("duplicate-keys-last-wins", "A JSON object with a repeated key means what its last "
+      "occurrence says (log.md §Values): here seq 5 then seq 0, and turn 2 then turn 1. Writers "
+      "never repeat a key; readers agree on what a repeated one means.",
+      ['{"seq":5,"seq":0,"time":1000,"type":"turn/start","data":{"turn":2,"turn":1}}'], False)
+
+
 # ===========================================================================================
 # invalid/ (the offending event is the last line unless noted)
 # ===========================================================================================
@@ -706,6 +723,28 @@ invalid("pgid-zero", "pgid is an integer >= 1.",
          spawned(1, 1, "c1", pgid=0)], "I0")
 invalid("before-seq", "One event breaks I0 and I1 (seq 5 where 1 is due, and no turn field): "
         "format is checked first.", [ts(1), at(E("step/start", step=1), seq=5)], "I0")
+invalid("finish-reason-not-a-string", "A finish chunk's reason is a string.",
+        [*opening(), E("assistant/chunk", turn=1, step=1, chunk={"type": "finish", "reason": 1})], "I0")
+invalid("tool-call-chunk-without-id", "A tool-call chunk carries id, name and arguments.",
+        [*opening(), E("assistant/chunk", turn=1, step=1,
+                       chunk={"type": "tool-call", "name": "read_file", "arguments": ARGS})], "I0")
+invalid("tool-call-chunk-arguments-as-string", "A tool-call chunk's arguments is an object.",
+        [*opening(), E("assistant/chunk", turn=1, step=1,
+                       chunk={"type": "tool-call", "id": "c1", "name": "read_file", "arguments": "{}"})],
+        "I0")
+invalid("text-block-text-not-a-string", "A text block's text is a string.",
+        [*opening(), amsg(1, 1, {"type": "text", "text": 5})], "I0")
+invalid("user-message-without-text", "A user/message's message is {id, text, source}.",
+        [*opening()[:4], user(1, 1, {"id": "m1", "source": "user"})], "I0")
+invalid("splice-outcome-unknown", "A splice's outcome is only ever canceled.",
+        [ins("next-turn", m("m1")),
+         E("agent/inbox/spliced", target="next-turn", start=0, removedCount=1, inserted=[],
+           outcome="discarded")], "I0")
+invalid("empty-call-id", "callId is a non-empty string, like the block id it names: an empty "
+        "callId is a format error (I0), not an unknown call (I14).",
+        [*opening(), amsg(1, 1, tc("c1")), at(res(1, 1, "", "no", "DENIED"))], "I0")
+invalid("empty-block-id", "A tool-call block id is a non-empty string.",
+        [*opening(), amsg(1, 1, tc(""))], "I0")
 
 # I1: seq --------------------------------------------------------------------------------------
 invalid("first-seq-not-zero", "The first event must carry seq 0.", [at(ts(1), seq=1)], "I1")
@@ -940,6 +979,11 @@ invalid("placeholder-then-chunk", "A chunk after a placeholder breaks I17, which
         [*opening(), amsg(1, 1, tc("c1")),
          placeholder(1, 1, "c1", "TOOL_NOT_STARTED", not_started_text("read_file", "c1")),
          delta(1, 1, "more")], "I17")
+invalid("placeholder-then-user-message", "A user/message after a placeholder breaks both I9 "
+        "(the step is past its input phase) and I17; I17 is checked first.",
+        [*opening(), amsg(1, 1, tc("c1")),
+         placeholder(1, 1, "c1", "TOOL_NOT_STARTED", not_started_text("read_file", "c1")),
+         user(1, 1, m("m2"))], "I17")
 invalid("placeholder-then-claim", "A claim after a placeholder (between steps) breaks I17.",
         [*opening(), ins("next-step", m("m2")), amsg(1, 1, tc("c1")),
          placeholder(1, 1, "c1", "TOOL_NOT_STARTED", not_started_text("read_file", "c1")),
@@ -1020,6 +1064,20 @@ unreadable("trailing-empty-line", "A file ending in two newlines ends with an em
            render(text_turn(1, "m1")) + [""], 11)
 unreadable("nul-bytes", "NUL bytes where a line should be (a crash on a file system that does "
            "not order data writes): not JSON.", render([ts(1)]) + ["\u0000\u0000\u0000\u0000"], 3)
+unreadable("lone-surrogate", "An escaped lone surrogate is not JSON text a reader accepts: "
+           "the line is unreadable (log.md §Torn tail).",
+           render([ts(1)]) + ['{"seq":1,"time":1010,"type":"step/start","data":{"turn":1,"step":1,"x":"\\ud800"}}'], 3)
+unreadable("byte-order-mark", "A UTF-8 byte order mark before the header: the first line is not "
+           "JSON.", ["\ufeff" + H, EV0], 1)
+unreadable("nan", "NaN is not JSON, although some JSON libraries accept it by default.",
+           render([ts(1)]) + ['{"seq":1,"time":NaN,"type":"step/start","data":{"turn":1,"step":1}}'], 3)
+unreadable("infinity", "Infinity is not JSON either.",
+           render([ts(1)]) + ['{"seq":1,"time":Infinity,"type":"step/start","data":{"turn":1,"step":1}}'], 3)
+case("unreadable/invalid-utf8", "A byte that is not UTF-8 (0xff inside a string) makes its line "
+     "unreadable. The file cannot be written as JSON strings, so it is given as file_hex.",
+     [], {"unreadable": True, "line": 3}, raw_log=[],
+     file_hex=(H + "\n" + EV0 + "\n").encode().hex()
+     + b'{"seq":1,"time":1010,"type":"step/start","data":{"turn":1,"step":1,"x":"\xff"}}\n'.hex())
 
 # ===========================================================================================
 # repair/

@@ -57,6 +57,8 @@ def ids(predicate: typing.Callable[[dict[str, Any]], bool] = lambda v: True) -> 
 
 
 def file_bytes(vector: dict[str, Any]) -> bytes:
+    if "file_hex" in vector:  # bytes that are not UTF-8 cannot be written as JSON strings
+        return bytes.fromhex(vector["file_hex"])
     lines = b"".join(line.encode() + b"\n" for line in vector["log"])
     return lines + vector.get("torn", "").encode()
 
