@@ -1,6 +1,6 @@
 """decode + check + repair of a >= 200 MB log versus plain ``json.loads`` of every line.
 
-Issue 2's bar: the whole pure path (split, decode with I0, LogChecker, closers) within 3x of
+The bar: the whole pure path (split, decode with I0, LogChecker, closers) within 3x of
 the stdlib parse alone. Both run on the same bytes in the same process, best of 3 each.
 """
 

@@ -1,4 +1,4 @@
-"""Cancel latency, a cancel storm, and the memory of an idle agent (issue 4's bench).
+"""Cancel latency, a cancel storm, and the memory of an idle agent.
 
 * **Latency**: from ``agent.cancel(user)`` to the moment ``turn/end`` is appended, measured
   with ``time.perf_counter`` in a session observer. Two seams: a model streaming (the

@@ -1,4 +1,4 @@
-"""The file commands: exit codes, one-line errors, never a traceback (issue 2, item 8)."""
+"""The file commands: exit codes, one-line errors, never a traceback (spec/cli.md)."""
 
 from __future__ import annotations
 

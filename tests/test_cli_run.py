@@ -1,4 +1,4 @@
-"""``trio-agent run``: Ctrl-C becomes cancel(user) for the running turn (issue 5, item 4).
+"""``trio-agent run``: Ctrl-C becomes cancel(user) for the running turn.
 
 Real processes all the way: the CLI runs in a subprocess, its tool runs ``sleep`` in its own
 process group, and the test sends a real SIGINT to the CLI process only.

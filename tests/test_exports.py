@@ -1,4 +1,4 @@
-"""The public contract of issue 3/4: these names exist at the top level and nowhere is a
+"""The public contract: these names exist at the top level and nowhere is a
 layer imported from above (spec/README.md §Layers; the log core never imports trio)."""
 
 from __future__ import annotations

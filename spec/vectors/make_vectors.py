@@ -445,7 +445,7 @@ valid(
 
 valid(
     "cancel-in-the-waking-tick",
-    "DESIGN §12.2: a cancel in the same tick as the waking send drops the message before any "
+    "cancel.md K2: a cancel in the same tick as the waking send drops the message before any "
     "turn starts.",
     [ins("next-turn", m("m1")), drop("next-turn")],
     True,
@@ -952,7 +952,7 @@ invalid("two-calls-one-answered", "step/end with c1 answered and c2 not.",
         [*opening(), amsg(1, 1, tc("c1"), tc("c2", "read_file", {"path": "b"})), call(1, 1, "c1"),
          res(1, 1, "c1"), se(1, 1)], "I16")
 invalid("error-turn-leaves-call", "A scheduler failure must still answer its calls before step/end "
-        "(DESIGN §12.6).", [*opening(), amsg(1, 1, tc("c1")), call(1, 1, "c1"), se(1, 1), te(1, "error")],
+        "(cancel.md K16).", [*opening(), amsg(1, 1, tc("c1")), call(1, 1, "c1"), se(1, 1), te(1, "error")],
         "I16", offender=-2)
 
 # I17: placeholders belong to repair --------------------------------------------------------------
@@ -1235,6 +1235,20 @@ repair(
 )
 
 repair(
+    "stopped-ignores-undispatched-call",
+    "stopped names c2, which was never dispatched (no tool/call, so no process group could have "
+    "been stopped): R5 applies to dispatched calls only, so c2's TOOL_NOT_STARTED text has no "
+    "suffix, while c1's has it.",
+    [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP), tc("c2", "bash", {"command": "make"})),
+     call(1, 1, "c1", "bash", SLEEP), spawned(1, 1, "c1", 100)],  # seq 0-7
+    [full(8, 1070, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + STOPPED)),
+     full(9, 1070, placeholder(1, 1, "c2", "TOOL_NOT_STARTED", not_started_text("bash", "c2"))),
+     full(10, 1070, se(1, 1)), full(11, 1070, te(1, "interrupted"))],
+    False,
+    stopped=["c1", "c2"],
+)
+
+repair(
     "interrupted-message-open-step",
     "The stream was cancelled and the prefix saved, then the process died before step/end.",
     [*opening(), delta(1, 1, "Hal"), amsg(1, 1, text("Hal"), interrupted=True)],  # seq 0-6
@@ -1305,7 +1319,7 @@ repair(
 )
 
 # ===========================================================================================
-# fold/  (reference digest §i.8, and DESIGN §9, §12.2)
+# fold/  (spec/consumed-work.md C1-C5)
 # ===========================================================================================
 
 
@@ -1321,50 +1335,50 @@ def fold(cid: str, description: str, items: list[Any], end_seq: int | None, drop
 
 
 fold("empty", "Nothing at all: no end, nothing dropped.", [], None, False)
-fold("only-inserts", "§i.8.92: only inserts, no turns: no end, nothing dropped (C3).",
+fold("only-inserts", "Only inserts, no turns: no end, nothing dropped (C3).",
      [ins("next-turn", m("m1")), ins("next-step", m("m2"))], None, False)
-fold("latest-stepped-turn-wins", "§i.8.93: two stepped turns; the later one (max-tokens) is the end.",
+fold("latest-stepped-turn-wins", "Two stepped turns; the later one (max-tokens) is the end.",
      [*text_turn(1, "m1"), ts(2), ss(2, 1), amsg(2, 1, text("Long")), se(2, 1), te(2, "max-tokens")],
      13, False)
-fold("claim-then-error", "§i.8.94: claimed, no step, ended error: accounts (C4).",
+fold("claim-then-error", "Claimed, no step, ended error: accounts (C4).",
      [ins("next-turn", m("m1")), ts(1), claim(), te(1, "error")], 3, False)
-fold("claim-then-aborted", "§i.8.94: claimed, no step, ended aborted: accounts.",
+fold("claim-then-aborted", "Claimed, no step, ended aborted: accounts.",
      [ins("next-turn", m("m1")), ts(1), claim(), te(1, "aborted")], 3, False)
-fold("claim-then-blocked", "§i.8.94: claimed, no step, ended blocked: accounts.",
+fold("claim-then-blocked", "Claimed, no step, ended blocked: accounts.",
      [ins("next-turn", m("m1")), ts(1), claim(), te(1, "blocked")], 3, False)
 fold("claim-then-interrupted", "A claimed turn closed by repair accounts: the claim is final.",
      [ins("next-turn", m("m1")), ts(1), claim(), te(1, "interrupted")], 3, False)
-fold("no-claim-no-step-ignored", "§i.8.95: turns with neither claim nor step do not account, "
+fold("no-claim-no-step-ignored", "Turns with neither claim nor step do not account, "
      "whatever their kind; the earlier stepped turn stays the end.",
      [*text_turn(1, "m1"), ts(2), te(2, "aborted"), ts(3), te(3, "error"), ts(4), te(4, "blocked")],
      8, False)
-fold("claim-emptied-completed", "§i.8.96: claimed, no step, completed (the batch was rewritten to "
+fold("claim-emptied-completed", "Claimed, no step, completed (the batch was rewritten to "
      "nothing): does not account.", [ins("next-turn", m("m1")), ts(1), claim(), te(1)], None, False)
 fold("stepped-completed-without-claim", "A stepped turn accounts even with no claim.",
      [ts(1), ss(1, 1), se(1, 1), te(1)], 3, False)
-fold("claim-without-open-turn", "§i.8.97: a slice that starts mid-turn: the claim credits no turn "
+fold("claim-without-open-turn", "A slice that starts mid-turn: the claim credits no turn "
      "and the turn/end does not account.",
      [at(claim(), seq=12), at(te(4, "error"), seq=13)], None, False, balanced=None)
 fold("suffix-with-step", "A slice starting mid-turn that contains the step/start: the turn is "
      "stepped (C1 uses the number the event carries) and accounts.",
      [at(ss(4, 2), seq=20), at(se(4, 2), seq=21), at(te(4, "aborted"), seq=22)], 22, False, balanced=None)
-fold("cancel-after-accounting-turn", "§i.8.98: a message dropped after the last accounting turn.",
+fold("cancel-after-accounting-turn", "A message dropped after the last accounting turn.",
      [*text_turn(1, "m1"), ins("next-turn", m("m2")), drop("next-turn")], 8, True)
-fold("replacement-is-not-a-drop", "§i.8.98: cancel plus insert (an edit) keeps work pending (C3).",
+fold("replacement-is-not-a-drop", "Cancel plus insert (an edit) keeps work pending (C3).",
      [*text_turn(1, "m1"), ins("next-turn", m("m2")), drop("next-turn", 1, 0, m("m3"))], 8, False)
-fold("later-accounting-turn-resets", "§i.8.98: a drop, then a turn that accounts: the flag is reset.",
+fold("later-accounting-turn-resets", "A drop, then a turn that accounts: the flag is reset.",
      [*text_turn(1, "m1"), ins("next-turn", m("m2")), drop("next-turn"), ins("next-turn", m("m3")),
       ts(2), claim(), te(2, "blocked")], 14, False)
 fold("non-accounting-turn-keeps-flag", "A drop, then a turn that does not account (no claim, no "
      "step): the flag stays set.",
      [*text_turn(1, "m1"), ins("next-turn", m("m2")), drop("next-turn"), ts(2), te(2, "aborted")], 8, True)
-fold("cancel-in-the-waking-tick", "DESIGN §12.2: the send and the cancel land in one tick; no "
+fold("cancel-in-the-waking-tick", "cancel.md K2: the send and the cancel land in one tick; no "
      "turn starts and the message is dropped unrun.",
      [ins("next-turn", m("m1")), drop("next-turn")], None, True)
 fold("esc-clears-queue-during-turn", "Esc during a stepped turn clears a queued followup; the "
      "aborted turn accounts after the drop, so the drop is that turn's story (C4).",
      [*opening(), ins("next-turn", m("m2")), drop("next-turn"), se(1, 1), te(1, "aborted")], 8, False)
-fold("two-sends-one-cancel", "§i.1.9 as v1 writes it: the first message's turn is already live "
+fold("two-sends-one-cancel", "As v1 writes it: the first message's turn is already live "
      "and claimed, the cancel drops the second, and the claimed turn ends aborted without a step.",
      [ins("next-turn", m("m1")), ins("next-turn", m("m2"), start=1), ts(1), claim(),
       drop("next-turn"), te(1, "aborted")], 5, False)

@@ -1,4 +1,4 @@
-"""Hypothesis properties of the pure core (issue 2, item 10).
+"""Hypothesis properties of the pure core.
 
 Logs come from the loop simulation in trio_agent.testing.loggen, which makes the choices a
 real loop makes; every property is checked against cuts at arbitrary points.

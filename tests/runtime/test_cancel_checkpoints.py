@@ -366,7 +366,7 @@ async def test_cancel_during_the_flush_after_turn_end(keep_inbox: bool) -> None:
 
 
 async def test_cancel_observed_after_the_last_chunk_still_interrupts() -> None:
-    # Open question 3.3 kept: a cancel that lands after the stream's last chunk (here from
+    # Kept from DSH: a cancel that lands after the stream's last chunk (here from
     # an observer of the finish chunk) finalizes the prefix as interrupted, calls dropped.
     session = Session.in_memory()
     model = FakeModel([text("all "), text("done"), call("c1", "work"), finish("tool-calls")])

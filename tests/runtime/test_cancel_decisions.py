@@ -1,7 +1,7 @@
-"""DESIGN §12 decisions and the cancel / re-entry scenarios of DSH §i.1-§i.2, as they apply.
+"""The cancel decisions of spec/cancel.md and the original system's cancel / re-entry scenarios,
+as they apply.
 
-Each test names the rule of spec/cancel.md it pins (K…) and, where it adapts an upstream
-scenario, its number in reference/dsh-semantics.md §i.
+Each test names the rule of spec/cancel.md it pins (K…).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ async def test_idle_cancel_arms_nothing() -> None:
 
 
 async def test_idle_cancel_clears_staged_context_and_keep_inbox_writes_nothing() -> None:
-    # Open question 1.3, decided with DESIGN §5: an idle cancel clears the inbox (durably);
+    # K5: an idle cancel clears the inbox (durably);
     # with keep_inbox it writes nothing at all.
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
@@ -529,7 +529,7 @@ async def test_the_reference_is_dropped_before_turn_end_is_appended() -> None:
 
 async def test_a_cancel_after_turn_end_cannot_affect_that_turn() -> None:
     # From an observer of turn/end: the turn stays completed, its outcome has no cause; with
-    # keep_inbox the queued next turn is prevented and parked (open question 3.2).
+    # keep_inbox the queued next turn is prevented and parked (K8).
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         seen = record(agent)
@@ -664,7 +664,7 @@ async def test_a_send_from_inside_the_model_call_runs_as_the_next_turn() -> None
 
 
 async def test_a_cancel_in_a_session_observer_with_a_full_inbox_still_cancels() -> None:
-    # Open question 2.1: the clear is refused inside a session observer (observers must not
+    # K5: the clear is refused inside a session observer (observers must not
     # append), but the live turn is cancelled anyway; the queued item stays.
     session = Session.in_memory()
     model, hold = hanging()

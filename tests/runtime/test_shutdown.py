@@ -1,5 +1,5 @@
 """Leaving ``open_agent``: graceful shutdown keeps queued work, makes everything durable, and
-leaves the session to its owner (spec/cancel.md K22-K24, DESIGN §12.4)."""
+leaves the session to its owner (spec/cancel.md K22-K24)."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ async def test_shutdown_before_the_woken_turn_starts_parks_it() -> None:
 
 
 async def test_wakes_during_shutdown_are_parked() -> None:
-    # Open question 3.5: once shutdown began, no wake starts or latches a run.
+    # K22: once shutdown began, no wake starts or latches a run.
     session = Session.in_memory()
     hold = Wait()
     model = FakeModel([text("x"), hold, finish()])

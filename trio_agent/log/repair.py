@@ -53,7 +53,7 @@ def closers_for(
             else:
                 code, text = "TOOL_NOT_STARTED", NOT_STARTED_TEXT
             content = text.format(name=name, call_id=call_id)
-            if stopped and call_id in stopped:
+            if dispatched and stopped and call_id in stopped:  # R5: only a dispatched call
                 content += STOPPED_DURING_RECOVERY_TEXT
             data: dict[str, Any] = {
                 "turn": turn,

@@ -12,7 +12,7 @@ marker is durable, and only then the body starts. Results are committed strictly
 order, each only after its body has returned or raised, so a later call that finishes first
 waits for the earlier ones. When the step stops early, every call still unanswered gets a
 result in the same order: ``ABORTED`` if its ``tool/call`` is in the log, otherwise
-``ABORTED_BEFORE_DISPATCH`` — never a call without a result (K18, DESIGN §12.6).
+``ABORTED_BEFORE_DISPATCH`` — never a call without a result (K16, K18).
 """
 
 from __future__ import annotations

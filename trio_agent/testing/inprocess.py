@@ -1,6 +1,6 @@
 """The in-process adapter: our runtime in a background trio thread, driven synchronously.
 
-This is trio-notes §2 pattern C: one ``trio.run`` per adapter, in a daemon thread, with a
+One ``trio.run`` per adapter, in a daemon thread, with a
 ``MockClock(rate=0)`` and no autojump, so virtual time moves only when the ``advance`` request
 jumps it. Requests are plain protocol messages (spec/harness.md), round-tripped through JSON
 on the way in and out so the in-process adapter cannot rely on anything the wire would lose.
