@@ -373,6 +373,40 @@ async def test_max_tokens_is_sticky_and_drops_tool_calls() -> None:
     assert [b["type"] for b in first_message.data["message"]["content"]] == ["text"]
 
 
+async def test_after_a_cut_off_step_a_tool_call_still_earns_its_follow_up() -> None:
+    # K12: sticky max-tokens changes only the turn's reason. Step 1 is cut off (its call is
+    # dropped), a steer continues the turn, step 2 calls a tool, and step 3 answers it.
+    session = Session.in_memory()
+    hooks = SeamHooks()
+    steered = False
+
+    def steer_once(ctx: Any) -> None:
+        nonlocal steered
+        if not steered:
+            steered = True
+            agent.steer("continue")
+
+    hooks.on_turn_stopping = steer_once
+    model = ScriptedModel(
+        [
+            {
+                "text": "long",
+                "tool_calls": [{"name": "echo", "arguments": {"text": "dropped"}}],
+                "finish": "max-tokens",
+            },
+            {"tool_calls": [{"name": "echo", "arguments": {"text": "runs"}}]},
+            {"text": "it said runs"},
+        ]
+    )
+    async with open_agent(session, model=model, tools=[EchoTool()], hooks=hooks) as agent:
+        agent.followup("go")
+        await agent.wait_idle()
+    assert turn_ends(session.events) == ["max-tokens"]
+    calls = [e.data["arguments"] for e in session.events if e.type == "tool/call"]
+    assert calls == [{"text": "runs"}]
+    assert [e.data["step"] for e in session.events if e.type == "step/start"] == [1, 2, 3]
+
+
 async def test_model_error_finish_ends_the_turn_error_without_a_message() -> None:
     session = Session.in_memory()
     model = ScriptedModel(

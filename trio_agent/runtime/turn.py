@@ -174,7 +174,8 @@ class TurnRunner:
         view = controller.view
         inbox = self.session.inbox
         step = 0
-        ends: OutcomeKind | None = None
+        ends: OutcomeKind | None = None  # the last step's ending; None: a follow-up is owed
+        cut_off = False  # a step stopped at max-tokens: the turn ends max-tokens (K12)
         target = "next-turn"
         while True:
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -196,9 +197,8 @@ class TurnRunner:
             try:
                 for message in messages:
                     self.append("user/message", {**where, "message": message})
-                result = await self._step(controller, ctx)
-                if ends != "max-tokens":  # max-tokens is sticky for the rest of the turn
-                    ends = result
+                ends = await self._step(controller, ctx)
+                cut_off = cut_off or ends == "max-tokens"
             finally:
                 if self.fatal is None:
                     self.append("step/end", where)
@@ -210,7 +210,9 @@ class TurnRunner:
                     break
             target = "next-step"
         assert ends is not None
-        return ends
+        # Sticky only changes the reason: a later step's tool calls still earned their
+        # follow-up step above (K12).
+        return "max-tokens" if cut_off else ends
 
     def _claim(self, target: str) -> list[dict[str, Any]]:
         """Take every next-step item, then (for a new turn) one next-turn item (K12)."""

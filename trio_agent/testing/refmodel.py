@@ -52,7 +52,8 @@ class TurnRecord:
     claimed: list[str] = attrs.Factory(list)
     batch: list[str] = attrs.Factory(list)  # claimed for the step about to start
     entering: list[str] = attrs.Factory(list)  # claimed ids the open step must enter, in order
-    ends: str | None = None  # the loop's sticky decision so far (K12)
+    ends: str | None = None  # how the last step ended; None: a follow-up step is owed (K12)
+    cut_off: bool = False  # a step stopped at max-tokens: the turn ends max-tokens (K12)
     error: bool = False  # a step's model call failed: the turn ends error
     more_steps: bool = False  # after the last step/end, another step is owed
     ended: str | None = None
@@ -478,8 +479,8 @@ class ReferenceModel:
         if kind == "error":
             record.error = True
             return
-        if record.ends != "max-tokens":
-            record.ends = kind
+        record.ends = kind
+        record.cut_off = record.cut_off or kind == "max-tokens"
         record.more_steps = not (record.ends is not None and not self.queues["next-step"])
 
     def _on_turn_end(self, data: Mapping[str, Any], seq: int) -> None:
@@ -497,7 +498,7 @@ class ReferenceModel:
         elif kind == "aborted":
             self.fail(f"seq {seq}: turn {turn} ended aborted but no cancel reached it")
         else:
-            want = "error" if record.error else record.ends
+            want = "error" if record.error else "max-tokens" if record.cut_off else record.ends
             if record.steps == 0 or (not record.error and record.more_steps):
                 self.fail(f"seq {seq}: turn {turn} ended {kind} while a step was still owed")
             elif kind != want:
