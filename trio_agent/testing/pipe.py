@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from typing import IO, Any, Final
 
 import orjson
 
+from ..tools.procgroup import group_members
 from .protocol import AdapterError, Reply
 
 __all__ = ["DEFAULT_COMMAND", "PipeAdapter"]
@@ -91,9 +93,23 @@ class PipeAdapter:
         return self._last_stderr
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the implementation's whole process group (it leads it)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        """SIGKILL the implementation's whole process group (it leads it) and return only once
+        no member of it is alive.
+
+        SIGKILL is delivered asynchronously: a member may still be running for a moment after
+        ``killpg`` returns, and the pipe's end-of-file only says that the last writer closed
+        stdout, not that every member has exited. So wait on each member's pidfd (readable
+        when it has exited), with no time limit: a SIGKILLed process always exits. Rescan
+        until a scan finds nobody, which also catches a member forked just before the kill.
+        """
+        while True:
+            members = group_members(proc.pid)
+            if not members:
+                return
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            for pid in members:
+                _wait_exited(pid)
 
     def _reap(self) -> int | None:
         proc, self._proc = self._proc, None
@@ -103,12 +119,14 @@ class PipeAdapter:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
         try:
-            code = proc.wait(timeout=self._timeout)
-        except subprocess.TimeoutExpired:
+            # Give a graceful exit (after "bye", or stdin closed) the hang guard's time; then
+            # kill whatever is left, a wrapper's other children included, while the exited
+            # but unreaped leader still pins the group id, so no later process can have
+            # taken that number. Only then reap.
+            _wait_exited(proc.pid, self._timeout)
             self._kill_group(proc)
             code = proc.wait()
         finally:
-            self._kill_group(proc)  # whatever it left behind (a wrapper's other children)
             if proc.stdout is not None:
                 proc.stdout.close()
             stderr, self._stderr = self._stderr, None
@@ -219,6 +237,25 @@ class PipeAdapter:
             if self._proc is not None:
                 self._kill_group(self._proc)
                 self._reap()
+
+
+def _wait_exited(pid: int, timeout: float | None = None) -> None:
+    """Block until process ``pid`` (not necessarily our child) has exited, without reaping it,
+    or until ``timeout`` seconds passed (a hang guard; the caller kills afterwards)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # already gone
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if timeout is not None:
+            poller.poll(int(timeout * 1000))
+            return
+        while not poller.poll():
+            pass
+    finally:
+        os.close(fd)
 
 
 def _is_crash_fire(entry: dict[str, Any]) -> bool:
