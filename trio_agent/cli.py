@@ -1,21 +1,26 @@
 """``trio-agent``: the command line (also ``python -m trio_agent``).
 
-File commands run the pure core (:mod:`trio_agent.log`) on a log file. Exit codes:
-0 ok, 1 the log breaks a rule (or ``--balanced`` found an open turn), 2 unreadable input
-(missing file; missing, malformed or foreign header; a complete line that is not JSON);
-``repair --write`` adds 3: refused or failed (the session is live, or the write failed).
-Every problem is one line on stderr, ``FILE:LINE: seq N: I<k>: <what>``; never a traceback.
+File commands run the pure core (:mod:`trio_agent.log`) on a log file. Exit codes
+(spec/cli.md §Exit codes): 0 ok, 1 the log breaks a rule (or ``--balanced`` found an open
+turn), 2 unreadable input (missing or not a regular file; missing, malformed or foreign
+header; a complete line that is not JSON) or a usage error, 3 refused (the session is live,
+or ``repair --write`` failed), 70 internal error, 130 Ctrl-C, 141 stdout closed by its reader.
+Every problem is one line on stderr, ``FILE:LINE: seq N: I<k>: <what>``; never a traceback:
+whatever escapes a command, exception groups included, is turned into one line at the top.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+import attrs
 import orjson
 
 from . import conform
@@ -37,7 +42,7 @@ from .log import (
 from .log.render import render_timeline
 from .testing import command as harness_command
 
-OK, BROKEN, UNREADABLE = 0, 1, 2
+OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 
 
 class CliError(Exception):
@@ -48,22 +53,119 @@ class CliError(Exception):
         self.code = code
 
 
-def _read(path: str) -> bytes:
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, in words (``None`` for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "is a character device"
+    if stat.S_ISBLK(mode):
+        return "is a block device"
+    if stat.S_ISSOCK(mode):
+        return "is a socket"
+    return "is a special file"
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``path`` only if it is a regular file; a one-line :class:`CliError` otherwise.
+
+    spec/cli.md §Input files: ``stat`` first (names what the file is without opening it), then
+    open with ``O_NONBLOCK`` (a FIFO swapped in meanwhile cannot block the open) and ``fstat``
+    the descriptor, so a FIFO, a device or a directory is refused and never read.
+    """
     try:
-        return Path(path).read_bytes()
+        kind = _kind(os.stat(path).st_mode)
+        if kind is None:
+            fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                kind = _kind(os.fstat(fd).st_mode)
+            except BaseException:
+                os.close(fd)
+                raise
+            if kind is None:
+                os.set_blocking(fd, True)
+                return fd
+            os.close(fd)
     except FileNotFoundError:
         raise CliError(f"{path}: no such file", UNREADABLE) from None
-    except IsADirectoryError:
-        raise CliError(f"{path}: is a directory, not a log file", UNREADABLE) from None
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror}", UNREADABLE) from None
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"{path}: cannot read: {why}", UNREADABLE) from None
+    raise CliError(f"{path}: {kind}, not a log file (only a regular file is read)", UNREADABLE)
 
 
-def _scan(path: str, *, strict: bool) -> Scan:
-    """Read and check ``path``; map every core error to a one-line :class:`CliError`."""
-    data = _read(path)
+#: Beside a session's log, the pid of the process holding it (spec/persistence.md §4).
+_PID_NAME = "session.pid"
+
+
+@attrs.frozen
+class Live:
+    """The log is held by a live writer (its ``flock``, spec/persistence.md §4)."""
+
+    pid: int | None
+
+    def holder(self) -> str:
+        return "another process" if self.pid is None else f"process {self.pid}"
+
+
+def _probe_live(fd: int, path: str) -> Live | None:
+    """A momentary shared-lock probe, as the store's own readers do (spec/persistence.md §4):
+    blocked means a writer holds the session; the pid file beside the log names it."""
     try:
-        return scan_log(data, strict=strict)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid_path = Path(path).with_name(_PID_NAME)
+        try:
+            text = pid_path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        return Live(int(text) if text.isdigit() else None)
+    except OSError:  # no locks on this file system: nothing to learn
+        return None
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
+
+
+def _read_fd(fd: int) -> bytes:
+    parts: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        parts.append(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def _read_log(path: str) -> tuple[bytes, Live | None]:
+    """The bytes of the log file ``path``, and whether a live writer holds it.
+
+    The lock is probed before and after the read, and not held while reading: a reader must
+    never make a writer's open fail (spec/cli.md §Live sessions).
+    """
+    fd = open_regular(path)
+    try:
+        live = _probe_live(fd, path)
+        try:
+            data = _read_fd(fd)
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
+        return data, live or _probe_live(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _read(path: str) -> bytes:
+    return _read_log(path)[0]
+
+
+def _scan_live(path: str, *, strict: bool) -> tuple[Scan, Live | None]:
+    """Read and check ``path``; map every core error to a one-line :class:`CliError`."""
+    data, live = _read_log(path)
+    try:
+        return scan_log(data, strict=strict), live
     except HeaderError as exc:
         raise CliError(f"{path}:1: {exc}", UNREADABLE) from None
     except UnreadableLineError as exc:
@@ -73,13 +175,37 @@ def _scan(path: str, *, strict: bool) -> Scan:
         raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
 
 
-def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
-    """:func:`_scan`, plus the one-line note on stderr when a torn tail was ignored."""
-    scan = _scan(path, strict=strict)
+def _scan(path: str, *, strict: bool) -> Scan:
+    return _scan_live(path, strict=strict)[0]
+
+
+def _note_tail(path: str, scan: Scan, err: TextIO) -> None:
+    """The one-line note on stderr when a torn tail was ignored (spec/cli.md)."""
     if scan.tail is not None:
         t = scan.tail
         print(f"{path}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
+
+
+def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
+    """:func:`_scan`, plus the torn-tail note."""
+    scan = _scan(path, strict=strict)
+    _note_tail(path, scan, err)
     return scan
+
+
+def _live_words(path: str, scan: Scan, live: Live) -> str:
+    return f"{path}: session {scan.header.id!r} is live (locked by {live.holder()})"
+
+
+def _refuse_live(path: str, scan: Scan, live: Live | None) -> None:
+    """Repair and truncate describe a cold session only: a live one is refused, exit 3
+    (spec/cli.md §Live sessions)."""
+    if live is not None:
+        raise CliError(
+            f"{_live_words(path, scan, live)}; a live session is never repaired or truncated, "
+            "so there is nothing to show",
+            REFUSED,
+        )
 
 
 def _decode_slice(path: str) -> list[Event]:
@@ -100,6 +226,11 @@ def _decode_slice(path: str) -> list[Event]:
         raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
 
 
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 # -- commands -----------------------------------------------------------------------------
 
 
@@ -107,11 +238,18 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     worst = OK
     for path in args.files:
         try:
-            scan = _scan_noting_tail(path, err, strict=True)
+            scan, live = _scan_live(path, strict=True)
         except CliError as exc:
             print(exc, file=err)
             worst = max(worst, exc.code)
             continue
+        _note_tail(path, scan, err)
+        if live is not None:
+            print(
+                f"{path}: note: session {scan.header.id!r} is live (locked by {live.holder()}); "
+                "checked what it has written so far",
+                file=err,
+            )
         turn = scan.checker.open_turn
         if turn is not None and args.balanced:
             line = len(scan.events) + 2  # where its turn/end would go (spec/cli.md)
@@ -121,25 +259,32 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
             worst = max(worst, BROKEN)
             continue
-        if turn is not None:
+        if turn is not None and live is None:
             print(
                 f"{path}: note: turn {turn} is open (a valid prefix of a live or crashed session)",
                 file=err,
             )
-        print(f"{path}: ok ({len(scan.events)} events, {scan.checker.last_turn} turns)", file=out)
+        events, turns = plural(len(scan.events), "event"), plural(scan.checker.last_turn, "turn")
+        print(f"{path}: ok ({events}, {turns})", file=out)
     return worst
 
 
 def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.write and args.stopped:
         raise CliError(
-            "repair: --stopped only describes a dry run; --write stops groups itself", UNREADABLE
+            "trio-agent repair: --stopped only describes a dry run; --write stops groups itself",
+            UNREADABLE,
         )
+    # --write too reads and checks the file first, so that both modes give the same verdict
+    # and the same line on bad input, and a live session is refused before the store is
+    # involved (spec/cli.md §Live sessions).
+    scan, live = _scan_live(args.file, strict=False)
+    _refuse_live(args.file, scan, live)
     if args.write:
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         return run_repair_file(args.file, out, err)
-    scan = _scan_noting_tail(args.file, err, strict=False)
+    _note_tail(args.file, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
     for event in closers_for(scan.checker, scan.last_time, stopped):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
@@ -159,15 +304,25 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan = _scan_noting_tail(args.file, err, strict=False)
+    scan, live = _scan_live(args.file, strict=False)
+    _refuse_live(args.file, scan, live)
+    _note_tail(args.file, scan, err)
     report = truncate_open_turn(scan.events)
     out.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     return OK
 
 
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan = _scan(args.file, strict=False)
-    closers = closers_for(scan.checker, scan.last_time)
+    scan, live = _scan_live(args.file, strict=False)
+    if live is None:
+        closers = closers_for(scan.checker, scan.last_time)
+    else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
+        closers = []
+        print(
+            f"{_live_words(args.file, scan, live)}; a live session is never repaired, "
+            "so no closers are shown",
+            file=err,
+        )
     color = args.color
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
@@ -196,25 +351,139 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 # -- parsing ------------------------------------------------------------------------------
 
+DESCRIPTION = """\
+Check, repair and read the session logs of a trio agent, and try the agent itself.
+
+A session is a log of events in a JSON Lines file. The file commands check a log against
+the rules (spec/invariants.md), print what crash recovery would append to it, and show it
+as a readable timeline; they never change a file, except `repair --write`. `run`, `demo`
+and `serve` let you feel cancellation (Ctrl-C, Esc) and crash recovery (kill -9) on real
+processes.
+"""
+
+EPILOG = """\
+examples:
+  trio-agent demo                      the walkthrough in the terminal
+  trio-agent run                       type shell commands; Ctrl-C cancels the running one
+  trio-agent check sessions/*/session.jsonl
+  trio-agent show FILE
+
+`trio-agent COMMAND --help` explains a command and lists its exit codes.
+Problems are one line on stderr, never a traceback (spec/cli.md).
+"""
+
+#: Exit codes that every command may return (spec/cli.md §Exit codes).
+_COMMON_CODES = """\
+  2    usage error (a bad option or argument)
+  130  interrupted (Ctrl-C)
+  141  stdout was closed by its reader (`| head`); nothing more is printed"""
+
+_FILE_CODES = """\
+  0    done
+  1    the log breaks a rule: FILE:LINE: seq N: I<k>: <what>
+  2    unreadable input: no such file, not a regular file, a bad header or a line that
+       is not JSON"""
+
+_CODES: dict[str, str] = {
+    "check": """\
+  0    every FILE is a valid log (with --balanced, no turn is open)
+  1    a log breaks a rule, or --balanced found an open turn
+  2    unreadable input: no such file, not a regular file, a bad header or a line that
+       is not JSON (the worst code over all FILEs is returned)""",
+    "repair": _FILE_CODES
+    + """
+  3    refused: the session is live (its writer holds the lock; a live session is never
+       repaired), or --write could not write the repair""",
+    "fold": _FILE_CODES,
+    "truncate": _FILE_CODES
+    + """
+  3    refused: the session is live (a live session is never truncated)""",
+    "show": _FILE_CODES,
+    "demo": """\
+  0    every scenario ran and its checks passed
+  1    a scenario's check failed (the line says which)""",
+    "run": """\
+  0    stdin ended and the last turn finished
+  1    the session's log is corrupt (nothing was modified)
+  2    unusable --root or --session, or the log is not a session log
+  3    refused: the session is live in another process""",
+    "serve": """\
+  0    stopped by Ctrl-C or SIGTERM
+  2    cannot listen on HOST:PORT (for example the port is in use)""",
+    "conform": """\
+  0    every selected vector passed
+  1    some vector failed (each is listed)""",
+    "harness": """\
+  0    every example passed
+  1    the state machine found a failure (shrunk rules and reproduction printed)""",
+}
+
+
+def _epilog(command: str) -> str:
+    return f"exit codes:\n{_CODES[command]}\n{_COMMON_CODES}\n"
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse's own usage errors: one line, exit 2 (same as unreadable input).
-        raise CliError(f"{self.prog}: {message}", UNREADABLE)
+        raise CliError(f"{self.prog}: {message} (see `{self.prog} --help`)", UNREADABLE)
+
+
+def _session_id(text: str) -> str:
+    """``--session``: a non-empty id that is valid UTF-8 (spec/persistence.md §1)."""
+    if not text:
+        raise argparse.ArgumentTypeError("a session id must not be empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8"
+        ) from None
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="trio-agent", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from . import __version__
 
-    p = sub.add_parser("check", help="check log files against spec/invariants.md")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="trio-agent", description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"trio-agent {__version__}",
+        help="print the version and exit",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(
+            name,
+            help=help,
+            description=description or help[:1].upper() + help[1:] + ".",
+            epilog=_epilog(name),
+            formatter_class=fmt,
+        )
+        return p
+
+    p = add("check", "check log files against the rules of spec/invariants.md")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument("--balanced", action="store_true", help="an open last turn is an error")
     p.set_defaults(run=cmd_check)
 
-    p = sub.add_parser("repair", help="print the closers a cold open would append")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--write", action="store_true", help="append them durably (cold sessions only)")
+    p = add(
+        "repair",
+        "print the closers a cold open would append",
+        "Print the closing events crash recovery would append to FILE (JSON Lines), or\n"
+        "append them with --write. --write also stops the process groups of tools that\n"
+        "were still running when the agent died (orphans), before it writes.",
+    )
+    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="append them durably, after stopping orphaned tool process groups (cold sessions "
+        "only)",
+    )
     p.add_argument(
         "--stopped",
         action="append",
@@ -224,38 +493,114 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_repair)
 
-    p = sub.add_parser("fold", help="print fold_consumed_work of the log")
-    p.add_argument("file", metavar="FILE")
+    p = add("fold", "print how far the log's work was consumed (spec/consumed-work.md)")
+    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument("--suffix", action="store_true", help="FILE is a slice: decode, do not check")
     p.set_defaults(run=cmd_fold)
 
-    p = sub.add_parser("truncate", help="report what truncating the open turn would throw away")
-    p.add_argument("file", metavar="FILE")
+    p = add("truncate", "report what truncating the open turn would throw away")
+    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
     p.set_defaults(run=cmd_truncate)
 
-    p = sub.add_parser("show", help="print a readable timeline")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--color", action=argparse.BooleanOptionalAction, default=None)
+    p = add("show", "print a readable timeline")
+    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the timeline (default: when stdout is a terminal and NO_COLOR is unset)",
+    )
     p.set_defaults(run=cmd_show)
 
-    p = sub.add_parser("demo", help="walk through Esc, kill -9 then restart, and truncate")
-    p.add_argument("scenario", nargs="?", default="all", choices=["esc", "kill", "truncate", "all"])
+    p = add("demo", "walk through Esc, kill -9 then restart, and truncate")
+    p.add_argument(
+        "scenario",
+        nargs="?",
+        default="all",
+        choices=["esc", "kill", "truncate", "all"],
+        help="which scenario to play (default: all)",
+    )
     p.add_argument("--step", action="store_true", help="wait for Enter between steps")
     p.set_defaults(run=cmd_demo)
 
-    p = sub.add_parser("run", help="an interactive agent: each line runs in bash; Ctrl-C cancels")
+    p = add("run", "an interactive agent: each line runs in bash; Ctrl-C cancels")
     p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
-    p.add_argument("--session", default="default", help="session id (created if missing)")
+    p.add_argument(
+        "--session",
+        default="default",
+        type=_session_id,
+        help="session id (created if missing, resumed otherwise)",
+    )
     p.set_defaults(run=cmd_run)
 
     conform.add_parser(sub)
     harness_command.add_parser(sub)
+    for name in ("conform", "harness"):
+        sub.choices[name].epilog = _epilog(name)
+        sub.choices[name].formatter_class = fmt
 
-    p = sub.add_parser("serve", help="serve the demo web page")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p = add("serve", "serve the demo web page")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
     p.set_defaults(run=cmd_serve)
     return parser
+
+
+# -- the top: every exception becomes one line ----------------------------------------------
+
+#: Exit codes beyond the file commands' (spec/cli.md §Exit codes).
+INTERRUPTED, PIPE_CLOSED, INTERNAL = 130, 141, 70
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups: trio wraps a task's exception, e.g.
+    a ``BrokenPipeError`` from ``print`` inside a nursery."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _silence_stdout() -> None:
+    """After the reader closed stdout: point fd 1 at /dev/null, so that the interpreter's
+    final flush does not print "Exception ignored ... BrokenPipeError"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
+    """Turn whatever escaped a command into one line (or none) and an exit code."""
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        if isinstance(leaf, SystemExit):  # argparse --help / --version
+            code = leaf.code
+            return code if isinstance(code, int) else (0 if code is None else UNREADABLE)
+    for leaf in leaves:
+        if isinstance(leaf, CliError):
+            print(leaf, file=err)
+            return leaf.code
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        return INTERRUPTED
+    if all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        if out is sys.stdout:
+            _silence_stdout()
+        return PIPE_CLOSED
+    leaf = next(x for x in leaves if not isinstance(x, BrokenPipeError))
+    if os.environ.get("TRIO_AGENT_TRACEBACK"):
+        import traceback
+
+        traceback.print_exception(exc, file=err)
+    else:
+        what = str(leaf).splitlines()[0] if str(leaf) else ""
+        print(
+            f"trio-agent: internal error: {type(leaf).__name__}"
+            f"{': ' + what if what else ''} (a bug; TRIO_AGENT_TRACEBACK=1 shows where)",
+            file=err,
+        )
+    return INTERNAL
 
 
 def main(
@@ -264,16 +609,20 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(err)
+            print(
+                "trio-agent: give a COMMAND; `trio-agent --help` lists them "
+                "(try `trio-agent demo`)",
+                file=err,
+            )
+            return UNREADABLE
         run: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.run
         return run(args, out, err)
-    except CliError as exc:
-        print(exc, file=err)
-        return exc.code
-    except BrokenPipeError:  # `trio-agent show big.jsonl | head`
-        return OK
-    except KeyboardInterrupt:
-        return 130
+    except BaseException as exc:  # the top: nothing escapes as a traceback
+        return _report(exc, out, err)
 
 
 if __name__ == "__main__":

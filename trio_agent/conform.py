@@ -345,8 +345,16 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="case ids to run")
     p.add_argument("--vectors", default=None, metavar="DIR", help="default: spec/vectors")
-    p.add_argument("--jobs", type=int, default=min(4, os.cpu_count() or 1), metavar="N")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        metavar="N",
+        help="run N vectors at once",
+    )
+    p.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the program to test, after --"
+    )
     p.set_defaults(run=main)
 
 

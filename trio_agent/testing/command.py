@@ -139,7 +139,9 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="safety net: a request without a reply for this long is a hang (default 600)",
     )
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    p.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the program to test, after --"
+    )
     p.set_defaults(run=main)
 
 

@@ -1,0 +1,211 @@
+"""The real ``trio-agent`` process on bad input: one line on stderr, the documented exit code,
+never a traceback (spec/cli.md §Exit codes, §Input files).
+
+Every test runs the command line as a subprocess, the way a user meets it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trio_agent import __version__
+
+HANG_GUARD = 120  # seconds; only bounds a broken run (a hang), never asserted on
+
+CLI = [sys.executable, "-m", "trio_agent"]
+
+
+def cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+        timeout=HANG_GUARD,
+    )
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    """The single stderr line of a failed command (and nothing on stdout, no traceback)."""
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
+    assert proc.stdout == ""
+    return proc.stderr.rstrip("\n")
+
+
+# -- special files ------------------------------------------------------------------------
+
+FILE_COMMANDS = [
+    ["check"],
+    ["check", "--balanced"],
+    ["repair"],
+    ["repair", "--write"],
+    ["fold"],
+    ["fold", "--suffix"],
+    ["truncate"],
+    ["show"],
+]
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> str:
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
+def test_a_fifo_is_refused_without_blocking(fifo: str, command: list[str]) -> None:
+    # Nobody ever opens the FIFO's write end: reading it would block forever.
+    line = one_line(cli(*command, fifo), 2)
+    assert line == f"{fifo}: is a FIFO (named pipe), not a log file (only a regular file is read)"
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
+def test_dev_zero_is_refused_not_read(command: list[str]) -> None:
+    line = one_line(cli(*command, "/dev/zero"), 2)
+    assert line == "/dev/zero: is a character device, not a log file (only a regular file is read)"
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
+def test_a_directory_is_refused(tmp_path: Path, command: list[str]) -> None:
+    line = one_line(cli(*command, str(tmp_path)), 2)
+    assert line == f"{tmp_path}: is a directory, not a log file (only a regular file is read)"
+
+
+def test_a_dot_directory_is_refused_by_repair_write(tmp_path: Path) -> None:
+    line = one_line(cli("repair", "--write", "."), 2)
+    assert line == ".: is a directory, not a log file (only a regular file is read)"
+
+
+@pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
+def test_a_missing_file(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "nope.jsonl"
+    assert one_line(cli(*command, str(path)), 2) == f"{path}: no such file"
+
+
+# -- the command line's manners -----------------------------------------------------------
+
+
+def test_version_prints_the_version() -> None:
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"trio-agent {__version__}\n", "")
+
+
+def test_bare_command_prints_usage_and_a_hint() -> None:
+    proc = cli()
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    first, *_, last = proc.stderr.splitlines()
+    assert first.startswith("usage: trio-agent")
+    assert "trio-agent --help" in last
+
+
+def test_a_usage_error_is_one_line_with_a_hint() -> None:
+    line = one_line(cli("check"), 2)
+    assert line.startswith("trio-agent check: the following arguments are required: FILE")
+    assert line.endswith("(see `trio-agent check --help`)")
+
+
+# -- broken pipe --------------------------------------------------------------------------
+
+
+def test_demo_into_a_closed_pipe_exits_quietly() -> None:
+    """``trio-agent demo esc | head -3``: the reader goes away mid-demo; trio wraps the
+    ``BrokenPipeError`` in an exception group, and the CLI still says nothing."""
+    proc = subprocess.Popen(
+        [*CLI, "demo", "esc"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    for _ in range(3):
+        assert proc.stdout.readline()
+    proc.stdout.close()  # what `head -3` does after its third line
+    err = proc.stderr.read()  # EOF: the demo has exited and its workers with it
+    proc.stderr.close()
+    assert proc.wait(HANG_GUARD) == 141  # 128 + SIGPIPE, as a shell reports `cat | head`
+    assert err == ""
+
+
+def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    from trio_agent.log import Header, encode_event, encode_header
+    from trio_agent.testing.loggen import generate_log
+
+    body = encode_header(Header("s1", 0)) + b"".join(map(encode_event, generate_log(1, 400)))
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(body)
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte
+    with os.fdopen(write, "w") as out:
+        proc = subprocess.run(
+            [*CLI, "show", str(path)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=HANG_GUARD,
+        )
+    assert (proc.returncode, proc.stderr) == (141, "")
+
+
+# -- serve --------------------------------------------------------------------------------
+
+
+def test_serve_on_a_port_in_use() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line(cli("serve", "--port", str(port)), 2)
+    assert line.startswith(f"trio-agent serve: cannot listen on 127.0.0.1:{port}: ")
+    assert "in use" in line
+
+
+# -- help ---------------------------------------------------------------------------------
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    from trio_agent.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        f"{name} {action.dest}"
+        for name, p in sub.choices.items()
+        for action in p._actions
+        if not action.help
+    ]
+    assert missing == []
+    assert len(sub.choices) >= 10
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["check", "repair", "fold", "truncate", "show", "demo", "run", "serve", "conform", "harness"],
+)
+def test_every_command_help_lists_its_exit_codes(command: str) -> None:
+    proc = cli(command, "--help")
+    assert proc.returncode == 0 and proc.stderr == ""
+    codes = proc.stdout.split("exit codes:\n", 1)[1]
+    assert codes.startswith("  0    ")
+    assert "  130  interrupted (Ctrl-C)" in codes
+
+
+def test_top_level_help_is_plain_words() -> None:
+    proc = cli("--help")
+    assert proc.returncode == 0
+    assert "``" not in proc.stdout and ":mod:" not in proc.stdout  # no raw RST
+    assert proc.stdout.splitlines()[2].startswith("Check, repair and read the session logs")
+    assert "exit codes" in proc.stdout

@@ -1,0 +1,139 @@
+"""File commands on the log of a session that is live right now (spec/cli.md §Live sessions).
+
+A real second process holds the session: it opens it through the store (which takes the
+``flock`` a writer holds for its whole life), appends an open turn, says "ready" and waits for
+its stdin to close. The CLI runs as a subprocess beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+
+CLI = [sys.executable, "-m", "trio_agent"]
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, trio
+    from trio_agent.store import JsonlStore
+
+    async def main() -> None:
+        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
+            session = await store.create("s1")
+            session.append("turn/start", {"turn": 1})
+            session.append("step/start", {"turn": 1, "step": 1})
+            await session.flush()
+            print(store.path_of("s1"), flush=True)
+            await trio.to_thread.run_sync(sys.stdin.read)  # until the test closes it
+
+    trio.run(main)
+    """
+)
+
+
+@attrs.frozen
+class Held:
+    path: str
+    pid: int
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[Held]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    path = proc.stdout.readline().strip()  # printed once the session is live and flushed
+    assert path, "the holder died before the session was live"
+    yield Held(path, proc.pid)
+    proc.stdin.close()
+    assert proc.wait(HANG_GUARD) == 0
+    proc.stdout.close()
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=HANG_GUARD,
+    )
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_show_says_live_and_shows_no_closers(held: Held) -> None:
+    proc = cli("show", "--no-color", held.path)
+    no_traceback(proc)
+    assert proc.returncode == 0
+    assert proc.stderr == (
+        f"{held.path}: session 's1' is live (locked by process {held.pid}); "
+        "a live session is never repaired, so no closers are shown\n"
+    )
+    assert "repair would append" not in proc.stdout
+    assert "INTERRUPTED" not in proc.stdout and "turn/end" not in proc.stdout
+    assert proc.stdout.splitlines()[-1].strip().startswith("[1]")  # the open step/start
+
+
+@pytest.mark.parametrize("command", [["repair"], ["repair", "--write"], ["truncate"]], ids=" ".join)
+def test_repair_and_truncate_refuse_a_live_session(held: Held, command: list[str]) -> None:
+    before = Path(held.path).read_bytes()
+    proc = cli(*command, held.path)
+    no_traceback(proc)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == (
+        f"{held.path}: session 's1' is live (locked by process {held.pid}); a live session "
+        "is never repaired or truncated, so there is nothing to show\n"
+    )
+    assert Path(held.path).read_bytes() == before
+
+
+def test_check_checks_a_live_session_and_says_so(held: Held) -> None:
+    proc = cli("check", held.path)
+    no_traceback(proc)
+    assert proc.returncode == 0
+    assert proc.stdout == f"{held.path}: ok (2 events, 1 turn)\n"
+    assert proc.stderr == (
+        f"{held.path}: note: session 's1' is live (locked by process {held.pid}); "
+        "checked what it has written so far\n"
+    )
+
+
+def test_the_same_log_once_its_writer_is_gone_is_shown_with_closers(tmp_path: Path) -> None:
+    """The contrast: the holder killed, the file unchanged, the session is cold."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    path = proc.stdout.readline().strip()
+    proc.kill()
+    proc.wait()
+    proc.stdin.close()
+    proc.stdout.close()
+    shown = cli("show", "--no-color", path)
+    assert shown.returncode == 0 and "repair would append" in shown.stdout
+    repaired = cli("repair", path)
+    assert repaired.returncode == 0
+    assert [json.loads(x)["type"] for x in repaired.stdout.splitlines()] == [
+        "step/end",
+        "turn/end",
+    ]
