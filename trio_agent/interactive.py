@@ -15,17 +15,29 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 import trio
 
+from .cli import BROKEN, REFUSED, UNREADABLE, CliError, plural
 from .log.events import Event
 from .log.render import describe
 from .models.base import ModelRequest, StepContext
 from .runtime import CancelCause, TurnEnded, TurnPrevented, open_agent
-from .store import JsonlStore, SessionNotFound
+from .store import (
+    JsonlStore,
+    Session,
+    SessionCorrupt,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+    UnsupportedFormat,
+    repair_file,
+)
 from .tools.subprocess_tool import BashTool
 
 INTERRUPTED = 130
@@ -63,12 +75,80 @@ class ShellModel:
         yield {"type": "finish", "reason": "stop"}
 
 
-async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Any:
+def _cause(cause: CancelCause) -> str:
+    """A cancel cause by name: ``user``, ``hook: <reason>``."""
+    return cause.kind if cause.reason is None else f"{cause.kind}: {cause.reason}"
+
+
+def prepare_root(root: Path) -> None:
+    """Make ``--root`` a usable directory, or raise a one-line :class:`CliError` (exit 2).
+
+    A missing root is created, one level only (``./sessions`` by default); a root whose
+    parent is missing is more likely a typo than a wish for a new tree.
+    """
     try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        try:
+            os.mkdir(root)
+        except FileNotFoundError:
+            raise CliError(
+                f"{root}: cannot create the --root directory: {root.parent} does not exist",
+                UNREADABLE,
+            ) from None
+        except OSError as exc:
+            raise CliError(
+                f"{root}: cannot create the --root directory: {exc.strerror or exc}", UNREADABLE
+            ) from None
+        return
+    except OSError as exc:
+        raise CliError(f"{root}: cannot use as --root: {exc.strerror or exc}", UNREADABLE) from None
+    if not stat.S_ISDIR(mode):
+        raise CliError(f"{root}: --root is not a directory", UNREADABLE)
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise CliError(
+            f"{root}: --root is not writable (a session needs to create its log there)",
+            UNREADABLE,
+        )
+
+
+async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Session:
+    """The session, resumed (cold open: repaired first) or created; store errors become one
+    line each (``trio-agent run --help`` lists the exit codes)."""
+    path = store.path_of(session_id)
+    try:
+        try:
+            # What the cold open will do, read first without changing anything, so the
+            # banner can say what it repaired.
+            before = await repair_file(path, write=False)
+        except SessionNotFound:
+            session = await store.create(session_id)
+            print(f"trio-agent run: session {session_id!r} (new), log {path}", file=err)
+            return session
         session = await store.open(session_id)
-    except SessionNotFound:
-        return await store.create(session_id)
-    print(f"opened {session_id!r}: {len(session.events)} events", file=err)
+    except SessionLocked as exc:
+        raise CliError(f"{path}: {exc}", REFUSED) from None
+    except SessionExists as exc:
+        raise CliError(f"{path}: {exc}", REFUSED) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except UnsupportedFormat as exc:
+        raise CliError(str(exc), UNREADABLE) from None
+    except StoreError as exc:
+        raise CliError(f"{path}: {exc}", UNREADABLE) from None
+    except OSError as exc:
+        raise CliError(
+            f"{path}: cannot open the session: {exc.strerror or exc}", UNREADABLE
+        ) from None
+    turns = plural(session.checker.last_turn, "turn")
+    print(
+        f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
+        f", {turns}), log {path}",
+        file=err,
+    )
+    kept = before.events - len(before.closers)
+    for event in session.events[kept:]:
+        print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
     return session
 
 
@@ -90,11 +170,17 @@ async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
 
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = Path(args.root)
-    root.mkdir(parents=True, exist_ok=True)
+    prepare_root(root)
     exit_code = 0
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:
         async with JsonlStore(root) as store:
             session = await _open_or_create(store, args.session, err)
+            print(
+                "Type a shell command and press Enter to run it in bash. Ctrl-C cancels the "
+                "running command; Ctrl-C when idle, or Ctrl-D, quits.",
+                file=err,
+                flush=True,
+            )
 
             def show(event: Event) -> None:
                 print(f"[{event.seq}] {describe(event)}", file=out, flush=True)
@@ -108,9 +194,10 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
 
                     def report(ev: object) -> None:
                         if isinstance(ev, TurnEnded) and ev.outcome.cause is not None:
-                            print(f"(turn {ev.outcome.turn}: {ev.outcome.cause})", file=err)
+                            cause = _cause(ev.outcome.cause)
+                            print(f"(turn {ev.outcome.turn}: cancelled by {cause})", file=err)
                         elif isinstance(ev, TurnPrevented):
-                            print(f"(no turn started: {ev.cause})", file=err)
+                            print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
 
                     agent.subscribe(report)
                     lines_send, lines = trio.open_memory_channel[str](0)

@@ -1,0 +1,188 @@
+"""``trio-agent run`` on a session or root it cannot use: one line on stderr naming what and
+where, the exit code ``trio-agent run --help`` lists, never a traceback (spec/cli.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trio_agent.log import Header, encode_header
+
+HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+
+CLI = [sys.executable, "-m", "trio_agent"]
+
+#: Opens session s1 through the store, leaves turn 1 open, prints its log's path, then waits
+#: for stdin to close (or to be killed).
+HOLDER = textwrap.dedent(
+    """
+    import sys, trio
+    from trio_agent.store import JsonlStore
+
+    async def main() -> None:
+        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
+            session = await store.create("s1")
+            session.append("turn/start", {"turn": 1})
+            session.append("step/start", {"turn": 1, "step": 1})
+            await session.flush()
+            print(store.path_of("s1"), flush=True)
+            await trio.to_thread.run_sync(sys.stdin.read)
+
+    trio.run(main)
+    """
+)
+
+
+def run(root: Path | str, *extra: str | bytes) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "run", "--root", str(root), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,  # no line to run: a good run exits 0 at once
+        timeout=HANG_GUARD,
+    )
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    assert (proc.returncode, proc.stdout) == (code, ""), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    return proc.stderr.rstrip("\n")
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        assert stream is not None
+        stream.close()
+
+
+def held_path(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    path = proc.stdout.readline().strip()  # printed once s1 is live
+    assert path, "the holder died before the session was live"
+    return path
+
+
+def test_a_session_open_in_another_process_is_refused(
+    tmp_path: Path, holder: subprocess.Popen[str]
+) -> None:
+    path = held_path(holder)
+    before = Path(path).read_bytes()
+    line = one_line(run(tmp_path, "--session", "s1"), 3)
+    assert line == (
+        f"{path}: session 's1' is live (locked by process {holder.pid}); "
+        "it cannot be opened or repaired until that writer closes or dies"
+    )
+    assert Path(path).read_bytes() == before
+
+
+def test_a_crashed_session_is_resumed_and_the_banner_says_what_was_repaired(
+    tmp_path: Path, holder: subprocess.Popen[str]
+) -> None:
+    path = held_path(holder)
+    holder.kill()  # a real kill -9: the lock goes with the process
+    holder.wait()
+    proc = run(tmp_path, "--session", "s1")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == f"trio-agent run: session 's1' (resumed: 4 events, 1 turn), log {path}"
+    assert lines[1] == "  repaired by the cold open: [2] step/end 1"
+    assert lines[2].startswith("  repaired by the cold open: [3] turn/end 1 INTERRUPTED")
+    assert "Ctrl-C cancels the running command" in lines[3]
+
+
+def corrupt_session(root: Path, body: bytes) -> Path:
+    directory = root / "s1"
+    directory.mkdir(parents=True)
+    path = directory / "session.jsonl"
+    path.write_bytes(encode_header(Header("s1", 0)) + body)
+    return path
+
+
+def test_a_corrupt_session_is_refused_and_left_alone(tmp_path: Path) -> None:
+    body = b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n'
+    body += b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":2}}\n'
+    body += (
+        b'{"seq":2,"time":1,"type":"turn/end","data":{"turn":2,"reason":{"kind":"completed"}}}\n'
+    )
+    path = corrupt_session(tmp_path, body)
+    before = path.read_bytes()
+    line = one_line(run(tmp_path, "--session", "s1"), 1)
+    assert line.startswith(f"{path}:3: seq 1: corrupt: I2: turn/start 2 while turn 1 is open")
+    assert line.endswith("(committed data is damaged; the file was not modified)")
+    assert path.read_bytes() == before
+
+
+def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "s1"
+    directory.mkdir()
+    (directory / "session.jsonl").write_bytes(b'{"type":"other"}\n')
+    line = one_line(run(tmp_path, "--session", "s1"), 2)
+    assert line.startswith(f"{directory / 'session.jsonl'}: ")
+    assert "not a trio_agent session log" in line
+
+
+def test_a_root_that_is_a_file(tmp_path: Path) -> None:
+    root = tmp_path / "afile"
+    root.write_text("")
+    assert one_line(run(root), 2) == f"{root}: --root is not a directory"
+
+
+def test_a_root_whose_parent_does_not_exist(tmp_path: Path) -> None:
+    root = tmp_path / "missing" / "sessions"
+    line = one_line(run(root), 2)
+    assert line == f"{root}: cannot create the --root directory: {root.parent} does not exist"
+    assert not root.parent.exists()
+
+
+def test_a_missing_root_is_created_one_level(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    proc = run(root)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "default" / "session.jsonl").is_file()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_a_root_without_write_permission(tmp_path: Path) -> None:
+    root = tmp_path / "ro"
+    root.mkdir(mode=0o500)
+    try:
+        line = one_line(run(root), 2)
+    finally:
+        root.chmod(0o700)
+    assert line == f"{root}: --root is not writable (a session needs to create its log there)"
+
+
+def test_an_empty_session_id(tmp_path: Path) -> None:
+    line = one_line(run(tmp_path, "--session", ""), 2)
+    assert line == (
+        "trio-agent run: argument --session: a session id must not be empty "
+        "(see `trio-agent run --help`)"
+    )
+
+
+def test_a_session_id_that_is_not_utf8(tmp_path: Path) -> None:
+    line = one_line(run(tmp_path, "--session", b"s\xff"), 2)
+    assert line == (
+        "trio-agent run: argument --session: b's\\xff' is not valid UTF-8 "
+        "(see `trio-agent run --help`)"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing created
