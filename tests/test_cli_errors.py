@@ -209,3 +209,64 @@ def test_top_level_help_is_plain_words() -> None:
     assert "``" not in proc.stdout and ":mod:" not in proc.stdout  # no raw RST
     assert proc.stdout.splitlines()[2].startswith("Check, repair and read the session logs")
     assert "exit codes" in proc.stdout
+
+
+# -- odd but valid, or odd and broken, logs -----------------------------------------------
+
+HEADER0 = b'{"type":"session","version":1,"id":"x","createdAt":0}\n'
+TURN_END = b'{"seq":1,"time":1,"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}\n'
+
+
+@pytest.mark.parametrize("created_at", [253402300800000, 9007199254740993])
+def test_show_a_header_created_after_year_9999(tmp_path: Path, created_at: int) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"session","version":1,"id":"x","createdAt":%d}\n' % created_at)
+    proc = cli("show", str(path))
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (
+        proc.stdout == f"session x  created {created_at} ms after 1970 (past year 9999)  0 events\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        (b"[1, 2]", "seq ?: I0: an event must be a JSON object"),
+        (b'{"time":1,"type":"turn/start","data":{"turn":1}}', "seq ?: I0: seq: missing"),
+    ],
+    ids=["array", "no-seq"],
+)
+def test_repair_and_repair_write_agree_on_a_broken_committed_line(
+    tmp_path: Path, line: bytes, what: str
+) -> None:
+    path = tmp_path / "s.jsonl"
+    body = HEADER0 + line + b"\n" + TURN_END  # before a turn/end: committed, so corruption
+    path.write_bytes(body)
+    dry = cli("repair", str(path))
+    wet = cli("repair", "--write", str(path))
+    assert one_line(dry, 1) == one_line(wet, 1) == f"{path}:2: {what}"
+    assert path.read_bytes() == body
+
+
+# -- the top level, in process: exception groups are taken apart --------------------------
+
+
+def test_groups_are_flattened_into_one_line() -> None:
+    import io
+
+    from trio_agent.cli import CliError, _report
+
+    err = io.StringIO()
+    nested = ExceptionGroup("outer", [ExceptionGroup("inner", [CliError("f: bad", 2)])])
+    assert _report(nested, io.StringIO(), err) == 2 and err.getvalue() == "f: bad\n"
+    err = io.StringIO()
+    pipes = ExceptionGroup("g", [BrokenPipeError(), ExceptionGroup("h", [BrokenPipeError()])])
+    assert _report(pipes, io.StringIO(), err) == 141 and err.getvalue() == ""
+    err = io.StringIO()
+    bug = ExceptionGroup("g", [BrokenPipeError(), ValueError("odd\nsecond line")])
+    assert _report(bug, io.StringIO(), err) == 70
+    assert err.getvalue() == (
+        "trio-agent: internal error: ValueError: odd (a bug; TRIO_AGENT_TRACEBACK=1 shows where)\n"
+    )
+    interrupted = BaseExceptionGroup("g", [KeyboardInterrupt(), BrokenPipeError()])
+    assert _report(interrupted, io.StringIO(), io.StringIO()) == 130

@@ -112,6 +112,15 @@ def _emphasis(event: Event) -> str | None:
     return None
 
 
+def _utc(ms: int) -> str:
+    """``createdAt`` as a UTC date; any integer >= 0 is valid (log.md §Header), and one past
+    year 9999 is shown as the number it is instead of breaking ``show``."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms after 1970 (past year 9999)"
+
+
 def render_timeline(
     header: Header,
     events: Sequence[Event],
@@ -121,7 +130,7 @@ def render_timeline(
     color: bool = False,
 ) -> Iterator[str]:
     """Yield the lines of the timeline. ``closers`` are shown as what repair would append."""
-    created = datetime.fromtimestamp(header.created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    created = _utc(header.created_at)
     yield f"session {header.id}  created {created}  {len(events)} events"
 
     def paint(text: str, style: str | None) -> str:
