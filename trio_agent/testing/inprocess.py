@@ -25,6 +25,7 @@ import trio.testing
 from .host import WorldHost
 from .protocol import AdapterError, Reply
 from .scheduling import fifo_scheduling
+from .wire import check_journal, check_reply
 
 __all__ = ["InProcessAdapter", "TrioThread"]
 
@@ -127,6 +128,10 @@ class InProcessAdapter:
         reply["journal"] = list(self._journal)
         self._journal.clear()
         result: Reply = orjson.loads(orjson.dumps(reply))
+        # Our own world is held to the wire shapes a port must meet (spec/harness.md).
+        for entry in result["journal"]:
+            check_journal(entry)
+        check_reply({k: v for k, v in result.items() if k != "journal"}, str(message.get("op")))
         return result
 
     def crash(self) -> None:

@@ -34,6 +34,7 @@ import orjson
 
 from ..tools.procgroup import group_members
 from .protocol import AdapterError, Reply
+from .wire import check_journal, check_reply
 
 __all__ = ["DEFAULT_COMMAND", "PipeAdapter"]
 
@@ -166,11 +167,18 @@ class PipeAdapter:
                     f"the implementation exited with {code} during {message.get('op')!r}:\n"
                     + self._stderr_tail()
                 )
-            obj = orjson.loads(line)
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                raise AdapterError(f"protocol: a line that is not JSON: {line[:200]!r}") from None
+            if not isinstance(obj, dict) or len(obj) != 1:
+                raise AdapterError(f"unexpected line from the implementation: {line[:200]!r}")
             if "journal" in obj:
+                check_journal(obj["journal"])  # a malformed entry is named here, not later
                 journal.append(obj["journal"])
             elif "reply" in obj:
                 reply: Reply = obj["reply"]
+                check_reply(reply, str(message.get("op")))
                 reply["journal"] = journal
                 reply.setdefault("crashed", False)
                 return reply
