@@ -6,6 +6,8 @@ process group, and the test sends a real SIGINT to the CLI process only.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -101,3 +103,32 @@ def test_second_ctrl_c_exits_after_a_graceful_shutdown(
     assert scan.checker.balanced
     # The user's cancel dropped the queued follow-up (default: inbox cleared).
     assert scan.checker.inbox.next_turn == []
+
+
+def test_every_printed_event_is_durable(cli: subprocess.Popen[str], tmp_path: Path) -> None:
+    """A line on the screen survives a kill -9: it is printed only once it is on disk."""
+    send(cli, "sleep 30")
+    lines = read_until(cli, "tool/spawned")
+    pgid = spawned_pgid(lines)
+    cli.kill()  # SIGKILL right after the line was read: nothing more is written
+    cli.wait()
+    scan = scan_log(log_of(tmp_path), strict=False)
+    last_printed = int(lines[-1].split("]", 1)[0].lstrip("["))
+    assert [e.seq for e in scan.events][: last_printed + 1] == list(range(last_printed + 1))
+    assert scan.events[last_printed].type == "tool/spawned"
+    with contextlib.suppress(ProcessLookupError):  # the orphan a cold open would stop
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_closed_stdout_ends_the_run_quietly(cli: subprocess.Popen[str], tmp_path: Path) -> None:
+    """``trio-agent run | head -1``: the reader goes away; the run stops its turn, closes the
+    session and exits 141, with no traceback (the printer is a task, not a log observer)."""
+    send(cli, "sleep 30")
+    read_until(cli, "tool/spawned")
+    assert cli.stdout is not None and cli.stderr is not None
+    cli.stdout.close()  # the next event printed meets a closed pipe
+    send(cli, "echo more")  # appends an event: the printer writes, and fails
+    assert cli.wait(HANG_GUARD) == 141
+    err = cli.stderr.read()
+    assert "Traceback" not in err and "Broken pipe" not in err, err
+    assert scan_log(log_of(tmp_path), strict=True).checker.balanced

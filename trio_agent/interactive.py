@@ -2,7 +2,7 @@
 
 Each line typed on stdin is a follow-up; :class:`ShellModel` answers it by running the line
 as a ``bash`` command (a real :class:`~trio_agent.tools.BashTool`, in its own process group)
-and then reports the result. The log of the session is printed as it is appended.
+and then reports the result. Each event of the session's log is printed once it is durable.
 
 Ctrl-C (spec/tools.md, "Ctrl-C"): tools run in their own session, so the terminal's SIGINT no
 longer reaches them; the runtime turns it into ``cancel(user)`` for the running turn, which
@@ -13,6 +13,8 @@ still being delivered, shuts down gracefully (queued work is kept) and exits wit
 from __future__ import annotations
 
 import argparse
+import collections
+import math
 import os
 import signal
 import stat
@@ -36,6 +38,7 @@ from .store import (
     SessionNotFound,
     StoreError,
     UnsupportedFormat,
+    WriteFailed,
     repair_file,
 )
 from .tools.subprocess_tool import BashTool
@@ -168,6 +171,45 @@ async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
             await send.send(buffer.decode(errors="replace"))
 
 
+class _DurablePrinter:
+    """Prints each event of the session once it is durable, never before: a line on the
+    screen is a line that survives a kill -9 (an event only appended may still be lost).
+
+    The observer only queues; a task waits for the disk (``Session.flush``) and prints. A
+    closed stdout (``| head``) raises out of :meth:`run`, which ends the run (exit 141).
+    """
+
+    def __init__(self, session: Session, out: TextIO, err: TextIO) -> None:
+        self._session = session
+        self._out = out
+        self._err = err
+        self._pending: collections.deque[Event] = collections.deque()
+        self._wake, self._woken = trio.open_memory_channel[None](math.inf)
+
+    def appended(self, event: Event) -> None:
+        self._pending.append(event)
+        self._wake.send_nowait(None)
+
+    def print_pending(self) -> None:
+        """Print what is queued (the caller knows it is durable); synchronous, so a cancel
+        cannot stop it halfway through."""
+        while self._pending:
+            event = self._pending.popleft()
+            print(f"[{event.seq}] {describe(event)}", file=self._out)
+        self._out.flush()
+
+    async def run(self) -> None:
+        async for _ in self._woken:
+            if not self._pending:
+                continue
+            try:
+                await self._session.flush()  # all appended so far, and meanwhile, are durable
+            except WriteFailed as exc:  # the events stay queued; the next append retries
+                print(f"(not durable yet: {exc})", file=self._err)
+                continue
+            self.print_pending()
+
+
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = Path(args.root)
     prepare_root(root)
@@ -182,10 +224,8 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                 flush=True,
             )
 
-            def show(event: Event) -> None:
-                print(f"[{event.seq}] {describe(event)}", file=out, flush=True)
-
-            unsubscribe = session.subscribe(show)
+            printer = _DurablePrinter(session, out, err)
+            unsubscribe = session.subscribe(printer.appended)
             try:
                 async with (
                     open_agent(session, model=ShellModel(), tools=[BashTool()]) as agent,
@@ -200,6 +240,7 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                             print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
 
                     agent.subscribe(report)
+                    nursery.start_soon(printer.run)
                     lines_send, lines = trio.open_memory_channel[str](0)
                     nursery.start_soon(_read_lines, lines_send)
 
@@ -224,6 +265,7 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
             finally:
                 unsubscribe()
                 await session.aclose()
+            printer.print_pending()  # every event is durable once the session is closed
     return exit_code
 
 
