@@ -193,7 +193,19 @@ def test_every_option_of_every_command_has_help_text() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["check", "repair", "fold", "truncate", "show", "demo", "run", "serve", "conform", "harness"],
+    [
+        "check",
+        "repair",
+        "fold",
+        "truncate",
+        "show",
+        "demo",
+        "run",
+        "sessions",
+        "serve",
+        "conform",
+        "harness",
+    ],
 )
 def test_every_command_help_lists_its_exit_codes(command: str) -> None:
     proc = cli(command, "--help")

@@ -17,6 +17,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn, TextIO
 
@@ -331,6 +332,55 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return OK
 
 
+def _when(ms: int) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms"
+
+
+def _session_row(session_id: str, path: Path) -> list[str]:
+    """One line of ``sessions``: id, turns, events, last activity, state."""
+    try:
+        scan, live = _scan_live(str(path), strict=False)
+    except CliError as exc:
+        what = "corrupt" if exc.code == BROKEN else "unreadable"
+        return [session_id, "-", "-", "-", f"{what} (trio-agent check {path})"]
+    last = scan.events[-1].time if scan.events else scan.header.created_at
+    turn = scan.checker.open_turn
+    if live is not None:
+        state = f"live ({live.holder()})" + (f", turn {turn} running" if turn else "")
+    elif turn is not None:
+        state = f"crashed: turn {turn} open (run --session {session_id} repairs it)"
+    else:
+        state = "cold"
+    turns = str(scan.checker.last_turn)
+    return [session_id, turns, str(len(scan.events)), _when(last), state]
+
+
+def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import trio
+
+    from .store import JsonlStore
+
+    root = Path(args.root)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "no such directory"
+        raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
+    store = JsonlStore(root)
+    ids = trio.run(store.list)
+    if not ids:
+        print(f"{root}: note: no sessions here", file=err)
+        return OK
+    rows = [["ID", "TURNS", "EVENTS", "LAST ACTIVITY", "STATE"]]
+    rows += [_session_row(sid, store.path_of(sid)) for sid in ids]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        out.write("  ".join([*cells, row[4]]) + "\n")
+    return OK
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .demo import run_demo
 
@@ -407,6 +457,9 @@ _CODES: dict[str, str] = {
   1    the session's log is corrupt (nothing was modified)
   2    unusable --root or --session, or the log is not a session log
   3    refused: the session is live in another process""",
+    "sessions": """\
+  0    listed (a session that cannot be read is listed as such)
+  2    --root is missing or not a directory""",
     "serve": """\
   0    stopped by Ctrl-C or SIGTERM
   2    cannot listen on HOST:PORT (for example the port is in use)""",
@@ -532,6 +585,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="session id (created if missing, resumed otherwise)",
     )
     p.set_defaults(run=cmd_run)
+
+    p = add(
+        "sessions",
+        "list the sessions under a store directory",
+        "List the sessions under --root: id, turns, events, last activity, and whether each\n"
+        "is live (another process holds it), cold, or crashed with a turn open.",
+    )
+    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.set_defaults(run=cmd_sessions)
 
     conform.add_parser(sub)
     harness_command.add_parser(sub)

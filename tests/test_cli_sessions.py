@@ -1,0 +1,105 @@
+"""``trio-agent sessions``: the sessions under a root, each live, cold or crashed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from trio_agent.log import Header, encode_event, encode_header
+from trio_agent.store import JsonlStore
+from trio_agent.testing.loggen import generate_log
+
+HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+CLI = [sys.executable, "-m", "trio_agent"]
+
+#: Creates session ID under ROOT with turn 1 open, prints "ready", waits for stdin to close.
+HOLDER = textwrap.dedent(
+    """
+    import sys, trio
+    from trio_agent.store import JsonlStore
+
+    async def main() -> None:
+        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
+            session = await store.create(sys.argv[2])
+            session.append("turn/start", {"turn": 1})
+            await session.flush()
+            print("ready", flush=True)
+            await trio.to_thread.run_sync(sys.stdin.read)
+
+    trio.run(main)
+    """
+)
+
+
+def holder(root: Path, session_id: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root), session_id],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+def write(root: Path, session_id: str, body: bytes) -> Path:
+    path = JsonlStore(root).path_of(session_id)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode_header(Header(session_id, 0)) + body)
+    return path
+
+
+def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
+    events = generate_log(3, 2)
+    write(tmp_path, "balanced", b"".join(map(encode_event, events)))
+    bad = b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n'
+    bad += b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":2}}\n'  # I2, then committed:
+    bad += b'{"seq":2,"time":1,"type":"turn/end","data":{"turn":2,"reason":{"kind":"completed"}}}\n'
+    corrupt = write(tmp_path, "broken", bad)
+    crashed = holder(tmp_path, "crashed")
+    crashed.kill()
+    crashed.wait()
+    live = holder(tmp_path, "Live")
+    try:
+        proc = subprocess.run(
+            [*CLI, "sessions", "--root", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=HANG_GUARD,
+        )
+    finally:
+        assert live.stdin is not None
+        live.stdin.close()
+        live.wait(HANG_GUARD)
+    for p in (crashed, live):
+        assert p.stdout is not None and p.stdin is not None
+        p.stdout.close()
+        p.stdin.close()
+    assert (proc.returncode, proc.stderr) == (0, "")
+    header, *rows = [line.split() for line in proc.stdout.splitlines()]
+    assert header == ["ID", "TURNS", "EVENTS", "LAST", "ACTIVITY", "STATE"]
+    by_id = {row[0]: row for row in rows}
+    assert sorted(by_id) == ["Live", "balanced", "broken", "crashed"]
+    assert by_id["balanced"][1:3] == ["2", str(len(events))] and by_id["balanced"][-1] == "cold"
+    assert (
+        " ".join(by_id["crashed"][5:]) == "crashed: turn 1 open (run --session crashed repairs it)"
+    )
+    assert " ".join(by_id["Live"][5:]) == f"live (process {live.pid}), turn 1 running"
+    assert " ".join(by_id["broken"][1:]) == f"- - - corrupt (trio-agent check {corrupt})"
+
+
+def test_sessions_of_a_missing_root(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*CLI, "sessions", "--root", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=HANG_GUARD,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"{tmp_path / 'nope'}: no such directory (give the store's directory with --root)\n"
+    )
