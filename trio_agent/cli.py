@@ -284,6 +284,8 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.write:
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
+        if args.no_reap:
+            return run_repair_file(args.file, out, err, reap_orphans=None)
         return run_repair_file(args.file, out, err)
     _note_tail(args.file, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
@@ -527,8 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
         "repair",
         "print the closers a cold open would append",
         "Print the closing events crash recovery would append to FILE (JSON Lines), or\n"
-        "append them with --write. --write also stops the process groups of tools that\n"
-        "were still running when the agent died (orphans), before it writes.",
+        "append them with --write. --write also stops the processes of tools that were\n"
+        "still running when the agent died (orphans), before it writes: only processes\n"
+        "running as you whose environment carries the marker the log recorded for that\n"
+        "call (spec/tools.md §9), so a forged log cannot get other processes killed.\n"
+        "--no-reap writes the closers without signalling anything.",
     )
     p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument(
@@ -536,6 +541,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="append them durably, after stopping orphaned tool process groups (cold sessions "
         "only)",
+    )
+    p.add_argument(
+        "--no-reap",
+        action="store_true",
+        help="with --write: stop no process, only append the closers",
     )
     p.add_argument(
         "--stopped",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -295,22 +296,53 @@ async def test_the_reaper_hook_gets_the_orphans_and_its_answer_reaches_the_place
 
 async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:
     from trio_agent.tools import procgroup
-    proc = await trio.lowlevel.open_process(["sleep", "60"], start_new_session=True)
+
+    # What a crashed runtime's tool looks like: its own session, the call's marker in its
+    # environment, recorded in tool/spawned's identity.
+    marker = procgroup.new_marker()
+    proc = await trio.lowlevel.open_process(
+        ["sleep", "60"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+    )
     try:
-        identity = procgroup.process_identity(proc.pid)
-        assert identity is not None
+        identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
         _path, _ = _spawned_log(tmp_path, proc.pid, identity)
         async with JsonlStore(tmp_path) as store:  # default reaper
             session = await store.open("s")
             result = next(e for e in session.events if e.type == "tool/result")
         assert result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
-        with trio.fail_after(10):
+        with trio.fail_after(60):  # hang guard: the group was signalled before open returned
             await proc.wait()
         assert proc.returncode is not None and proc.returncode < 0
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+@pytest.mark.parametrize("forged", ["no-marker", "wrong-marker"])
+async def test_a_forged_record_never_gets_a_strangers_group_killed(
+    tmp_path: Path, forged: str
+) -> None:
+    """A log is untrusted input: naming another process group and its real start time is not
+    proof that we started it (spec/tools.md §9)."""
+    from trio_agent.tools import procgroup
+
+    # An unrelated `setsid sleep`: its own session and group, nothing of ours.
+    stranger = await trio.lowlevel.open_process(["sleep", "60"], start_new_session=True)
+    try:
+        identity = procgroup.process_identity(stranger.pid)
+        assert identity is not None
+        if forged == "wrong-marker":
+            identity = f"{identity}:{procgroup.new_marker()}"
+        path, _ = _spawned_log(tmp_path, stranger.pid, identity)
+        report = await repair_file(path)  # repair --write: the default reaper runs
+        result = next(e for e in report.closers if e.type == "tool/result")
+        assert not result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+        assert stranger.returncode is None and procgroup.group_members(stranger.pid)
+        assert procgroup.carries_marker(stranger.pid, "0" * 16) is False
+    finally:
+        stranger.kill()
+        await stranger.wait()
 
 
 # -- the spec's torn/ vectors -------------------------------------------------------------------

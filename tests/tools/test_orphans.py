@@ -19,7 +19,10 @@ from tools_testlib import PONG_CHILD, LineReader, alive, ping, ppid, until, wait
 
 import trio_agent.tools.procgroup as procgroup
 from trio_agent.tools.procgroup import (
+    MARKER_VAR,
     group_members,
+    identity_marker,
+    new_marker,
     parse_identity,
     process_identity,
     reap_orphan_group,
@@ -62,7 +65,9 @@ async def _runtime_killed_mid_tool(script: str) -> tuple[int, str]:
     # The runtime is dead; the group it started lives on, now parented elsewhere.
     assert len(group_members(pgid)) == 3
     assert ppid(pgid) != runtime.pid
-    assert process_identity(pgid) == identity
+    # The recorded identity is the leader's plus the call's marker (spec/tools.md §3).
+    assert process_identity(pgid) == identity.rsplit(":", 1)[0]
+    assert identity_marker(identity) is not None
     return pgid, identity
 
 
@@ -139,15 +144,19 @@ async def test_leaderless_members_are_reported_not_signalled() -> None:
         await leader.stdout.aclose()
 
 
-async def test_zombie_leader_with_matching_identity_is_ours() -> None:
+async def test_a_zombie_leaders_marked_members_are_ours() -> None:
+    # A zombie's environment cannot be read, so the group is not proven ours by its leader;
+    # its member is stopped because it carries the call's marker.
+    marker = new_marker()
     leader = await trio.lowlevel.open_process(
-        ["bash", "-c", "sleep 100 & exit 0"], start_new_session=True
+        ["bash", "-c", "sleep 100 & exit 0"],
+        start_new_session=True,
+        env={**os.environ, MARKER_VAR: marker},
     )
-    identity = process_identity(leader.pid)
+    identity = f"{process_identity(leader.pid)}:{marker}"
     await until(lambda: not alive(leader.pid))  # exited, not yet reaped
-    assert process_identity(leader.pid) == identity
     await wait_members(leader.pid, 1)
-    outcome = await reap_orphan_group(leader.pid, identity or "", grace=10)
+    outcome = await reap_orphan_group(leader.pid, identity, grace=10)
     assert outcome.status == "stopped" and len(outcome.members) == 1
     assert group_members(leader.pid) == []
     assert await leader.wait() == 0
@@ -173,10 +182,12 @@ async def test_bad_records_are_rejected() -> None:
     for pgid in (1, os.getpgrp()):
         outcome = await reap_orphan_group(pgid, f"{boot}:{start + 1}", grace=0.1)
         assert outcome.status in ("identity-mismatch", "unverified")
-    # Even a forged record naming this runtime's own group is refused before any signal.
+    # Even a forged record naming this runtime's own group, with its real identity, proves
+    # nothing: no process of that group carries the record's marker.
     own = process_identity(os.getpgrp())
     if own is not None:
-        with pytest.raises(ValueError, match="runtime's own"):
-            await reap_orphan_group(os.getpgrp(), own, grace=0.1)
+        for record in (own, f"{own}:{new_marker()}"):
+            outcome = await reap_orphan_group(os.getpgrp(), record, grace=0.1)
+            assert outcome.status == "unverified" and outcome.report is None
     with pytest.raises(ValueError, match="malformed process identity"):
         await reap_orphan_group(os.getpid(), "garbage", grace=0.1)

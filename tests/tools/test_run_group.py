@@ -21,6 +21,7 @@ from trio_agent.tools.procgroup import (
     GroupResult,
     boot_id,
     group_members,
+    identity_marker,
     parse_identity,
     process_identity,
     run_group,
@@ -161,7 +162,11 @@ async def test_spawned_reports_a_new_session_leader_and_its_identity() -> None:
             ["sleep", "0.01"], on_spawned=spawned, on_output=rec.output, on_abort=rec.on_abort
         )
     pgid, identity = rec.spawns[0]
-    assert seen == [(pgid, pgid, identity)]  # its own group and session; identity matches /proc
+    # Its own group and session; the identity is the leader's (as /proc shows it) plus the
+    # call's marker, which the leader's environment carries (spec/tools.md §3).
+    leader_identity, marker = identity.rsplit(":", 1)
+    assert seen == [(pgid, pgid, leader_identity)]
+    assert identity_marker(identity) == marker
     assert parse_identity(identity)[0] == boot_id()
     assert pgid != os.getpgrp()
     assert res.pgid == pgid and res.identity == identity
@@ -195,11 +200,9 @@ async def test_leftover_member_that_ignores_sigterm_is_killed() -> None:
     assert group_members(res.pgid) == []
 
 
-async def test_an_escaped_process_is_out_of_reach_but_cannot_hang_the_call(
-    tmp_path: Path,
-) -> None:
-    # spec/tools.md §10: setsid leaves the group, so it is not stopped; it still holds stdout,
-    # so EOF never comes and the call stops reading once the group itself is gone.
+async def test_a_process_that_left_the_group_is_stopped_with_it(tmp_path: Path) -> None:
+    # spec/tools.md §10: setsid leaves the group, but the child keeps the call's marker, so
+    # it is stopped with the group; then its copy of stdout closes and EOF comes as usual.
     escaped_now = tmp_path / "escaped"
     os.mkfifo(escaped_now)
     # The leader waits on the fifo until the child has really left, then exits.
@@ -211,7 +214,32 @@ async def test_an_escaped_process_is_out_of_reach_but_cannot_hang_the_call(
     res = await _run(["bash", "-c", script], rec)
     escaped = int(rec.text().split()[1])
     try:
-        assert res.exit_code == 0 and res.pipes_held
+        assert res.exit_code == 0 and not res.pipes_held
+        assert res.escapees == (escaped,) and res.stray_members == ()
+        assert not alive(escaped)
+    finally:
+        if alive(escaped):
+            os.kill(escaped, signal.SIGKILL)
+            await wait_gone(escaped)
+
+
+async def test_a_process_with_a_fresh_environment_escapes_but_cannot_hang_the_call(
+    tmp_path: Path,
+) -> None:
+    # The one escape the marker cannot see (spec/tools.md §10): setsid plus exec with an
+    # empty environment. It is not stopped; it still holds stdout, so EOF never comes and
+    # the call stops reading once the group itself is gone, and says so.
+    escaped_now = tmp_path / "escaped"
+    os.mkfifo(escaped_now)
+    script = (
+        f"setsid env -i sh -c 'echo escaped $$; echo > {escaped_now}; exec sleep 100' & "
+        f"read -r _ < {escaped_now}"
+    )
+    rec = Recorder()
+    res = await _run(["bash", "-c", script], rec)
+    escaped = int(rec.text().split()[1])
+    try:
+        assert res.exit_code == 0 and res.pipes_held and res.escapees == ()
         assert group_members(res.pgid) == [] and res.stray_members == ()
         assert alive(escaped) and pgid_and_sid(escaped) == (escaped, escaped)
     finally:

@@ -53,7 +53,12 @@ from ..log import (
 from ..log.render import describe
 from ..log.rules import REPAIR_ONLY_CODES
 from ..store import LOG_NAME, escape_id
-from ..tools.procgroup import group_members, process_identity, reap_orphan_group
+from ..tools.procgroup import (
+    group_members,
+    leader_identity,
+    process_identity,
+    reap_orphan_group,
+)
 
 SESSION_ID: Final = "demo"
 #: The package's parent directory: put on the worker's PYTHONPATH so ``-m`` finds us.
@@ -163,7 +168,7 @@ def _comm(pid: int) -> str:
 def group_alive(pgid: int, identity: str) -> list[int]:
     """Live members of a tool's process group, if it is still the group the log names."""
     current = process_identity(pgid)
-    if current is not None and current != identity:
+    if current is not None and current != leader_identity(identity):
         return []  # the pid now belongs to someone else: our group is long gone
     return group_members(pgid)
 

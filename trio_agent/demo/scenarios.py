@@ -293,7 +293,8 @@ KILL: Final = Scenario(
             "Restart",
             "A new worker opens the session. Its file lock is free, so the session is cold and "
             "is repaired before anything else. First the orphaned process group named by "
-            "tool/spawned is stopped, but only if its leader still has the recorded identity. "
+            "tool/spawned is stopped, but only what carries the call's marker in its environment, "
+            "so a forged log cannot get a stranger's processes killed. "
             "Then the closers are appended: a placeholder tool/result TOOL_OUTCOME_UNKNOWN (the "
             "call was dispatched but no result was recorded, so retrying blindly is unsafe), "
             "step/end, and turn/end{interrupted}, the one ending only recovery writes. "

@@ -12,10 +12,12 @@ the group can only ever reach processes of the group we started (spec/tools.md �
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import functools
 import math
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -53,6 +55,13 @@ _STAT_MAX = 4096
 _EXITED_STATES = frozenset({"Z", "X"})
 
 OrphanStatus = Literal["stopped", "gone", "identity-mismatch", "unverified"]
+
+#: The environment variable every process of a call inherits (spec/tools.md §3, §10): its
+#: value, the call's *marker*, is random per call, so only processes descended from that
+#: call's leader carry it, wherever they moved (a new session, another group, reparented).
+MARKER_VAR: Final = "TRIO_AGENT_SPAWN"
+# An environ larger than this is read no further (ARG_MAX is 2 MiB by default).
+_ENVIRON_MAX = 4 << 20
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,11 +128,78 @@ def process_identity(pid: int) -> str | None:
 
 
 def parse_identity(identity: str) -> tuple[str, int]:
-    """Split an identity from :func:`process_identity` into ``(boot_id, starttime)``."""
-    boot, sep, start = identity.rpartition(":")
-    if not sep or not boot or not start.isdigit():
-        raise ValueError(f"malformed process identity {identity!r}: want '<boot_id>:<starttime>'")
-    return boot, int(start)
+    """Split an identity into ``(boot_id, starttime)`` (spec/tools.md §3): the form of
+    :func:`process_identity`, or a spawn's ``"<boot_id>:<starttime>:<marker>"``."""
+    parts = identity.split(":")
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1].isdigit() or "" in parts:
+        raise ValueError(
+            f"malformed process identity {identity!r}: want '<boot_id>:<starttime>[:<marker>]'"
+        )
+    return parts[0], int(parts[1])
+
+
+def leader_identity(identity: str) -> str:
+    """The leader's part of a spawn's identity, as :func:`process_identity` reports it."""
+    boot, start = parse_identity(identity)
+    return f"{boot}:{start}"
+
+
+def identity_marker(identity: str) -> str | None:
+    """The marker of a spawn's identity, or ``None`` for one without (nothing to prove
+    ownership with, spec/tools.md §9)."""
+    parse_identity(identity)
+    parts = identity.split(":")
+    return parts[2] if len(parts) == 3 else None
+
+
+def new_marker() -> str:
+    """A fresh call marker: 16 random hex digits, never reused (spec/tools.md §3)."""
+    return secrets.token_hex(8)
+
+
+def carries_marker(pid: int, marker: str) -> bool:
+    """``pid`` runs as our uid and its environment holds ``TRIO_AGENT_SPAWN=<marker>``.
+
+    This is the proof of ownership recovery needs before it signals anything (spec/tools.md
+    §9): the marker is random per call, so a process carries it only if it descends from
+    that call's leader (or was deliberately given it). ``/proc/<pid>/environ`` is the
+    environment the process was started with; a process that later changes its own
+    environment in memory still shows it, one that ``exec``s with a new environment does not.
+    """
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return False
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    try:
+        chunks, size = [], 0
+        while size < _ENVIRON_MAX:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except (ProcessLookupError, PermissionError):
+        return False
+    finally:
+        os.close(fd)
+    needle = f"\0{MARKER_VAR}={marker}\0".encode()
+    return needle in b"\0" + b"".join(chunks) + b"\0"
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Pids of the live processes that carry ``marker`` (:func:`carries_marker`), in any
+    group or session, except this process."""
+    me = os.getpid()
+    found = []
+    for pid in _pids():
+        if pid == me:
+            continue
+        stat = _read_stat(pid)
+        if stat is not None and stat.state not in _EXITED_STATES and carries_marker(pid, marker):
+            found.append(pid)
+    return sorted(found)
 
 
 def _pids() -> Iterable[int]:
@@ -164,6 +240,9 @@ class TerminationReport:
     members_seen: tuple[int, ...]
     #: Members still alive when we gave up (only a process stuck in state ``D`` can cause this).
     survivors: tuple[int, ...] = ()
+    #: Processes outside the group that carried the call's marker (they had left it with
+    #: ``setsid``, ``setpgid`` or a daemonizing double fork) and were stopped (spec/tools.md §10).
+    escapees: tuple[int, ...] = ()
     #: The leader's status, when we own (and so reaped) the leader.
     leader_exit_code: int | None = None
     leader_exit_signal: int | None = None
@@ -228,9 +307,11 @@ async def terminate_group(
     leader: trio.Process | None,
     grace: float,
     kill_wait: float = DEFAULT_KILL_WAIT,
+    marker: str | None = None,
 ) -> TerminationReport:
     """SIGTERM (and SIGCONT) the group, wait up to ``grace``, SIGKILL it, wait until no member
-    is left (spec/tools.md §4).
+    is left (spec/tools.md §4); with ``marker``, the same for every process outside the group
+    that carries the call's marker, until none is left (spec/tools.md §10).
 
     ``leader`` is the group leader when we spawned it (``pgid == leader.pid``); it must not
     have been reaped yet. Its zombie pins the pgid, so the final SIGKILL is sent to the group
@@ -238,7 +319,7 @@ async def terminate_group(
     ``leader=None`` (an orphan found on cold recovery) a signal is only sent right after a
     scan saw live members.
 
-    Bounded: returns within about ``grace + 2 * kill_wait`` whatever the processes do. It has
+    Bounded: returns within about ``grace + 3 * kill_wait`` whatever the processes do. It has
     no unbounded await, so callers may run it under ``trio.CancelScope(shield=True)``.
     """
     _check_pgid(pgid)
@@ -247,15 +328,23 @@ async def terminate_group(
     seen: set[int] = set()
     members = group_members(pgid)
     seen.update(members)
+    escaped: set[int] = set()
+    escapees = _escapees(pgid, marker)
+    escaped.update(escapees)
     term_sent = False
+    grace_end = trio.current_time() + grace
+    if escapees:
+        _signal_each(escapees, signal.SIGTERM)
+        _signal_each(escapees, signal.SIGCONT)
+        term_sent = True
     if members:
-        term_sent = _signal_group(pgid, signal.SIGTERM)
+        term_sent = _signal_group(pgid, signal.SIGTERM) or term_sent
         # A stopped member (SIGSTOP, Ctrl+Z) would sit on the SIGTERM until continued.
         _signal_group(pgid, signal.SIGCONT)
-        members = await _wait_group_empty(
-            pgid, seen, trio.current_time() + grace, pause_first=True, kill=False
-        )
-    kill_needed = bool(members)
+        members = await _wait_group_empty(pgid, seen, grace_end, pause_first=True, kill=False)
+    if escapees:
+        await _wait_all_gone(escapees, grace_end)
+    kill_needed = bool(members) or any(_is_alive(pid) for pid in escapees)
     survivors: list[int] = []
     if leader is not None or members:
         # With our leader unreaped this goes out even when the scan says empty: a member
@@ -265,6 +354,22 @@ async def terminate_group(
         survivors = await _wait_group_empty(
             pgid, seen, trio.current_time() + kill_wait, pause_first=kill_needed, kill=True
         )
+    if marker is not None:
+        # Whatever still carries the marker (an escapee that ignored SIGTERM, or one forked
+        # since the first scan) is killed, and the scan repeats until it finds nobody: a
+        # killed process forks no more, so each round can only find newer descendants.
+        kill_end = trio.current_time() + kill_wait
+        while True:
+            left = [pid for pid in marked_processes(marker) if pid not in survivors]
+            if not left:
+                break
+            escaped.update(pid for pid in left if pid not in seen)
+            kill_needed = True
+            _signal_each(left, signal.SIGKILL)
+            if trio.current_time() >= kill_end:
+                survivors.extend(left)
+                break
+            await _wait_all_gone(left, kill_end)
     code: int | None = None
     sig: int | None = None
     if leader is not None:
@@ -277,10 +382,55 @@ async def terminate_group(
         term_sent=term_sent,
         kill_needed=kill_needed,
         members_seen=tuple(sorted(seen)),
-        survivors=tuple(survivors),
+        survivors=tuple(sorted(set(survivors))),
         leader_exit_code=code,
         leader_exit_signal=sig,
+        escapees=tuple(sorted(escaped - seen)),
     )
+
+
+def _escapees(pgid: int, marker: str | None) -> list[int]:
+    """Processes carrying ``marker`` outside group ``pgid``."""
+    if marker is None:
+        return []
+    out = []
+    for pid in marked_processes(marker):
+        stat = _read_stat(pid)
+        if stat is not None and stat.pgrp != pgid:
+            out.append(pid)
+    return out
+
+
+def _signal_each(pids: Iterable[int], sig: signal.Signals) -> None:
+    # Each pid was seen carrying the marker an instant ago; one that exited since is skipped.
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _is_alive(pid: int) -> bool:
+    stat = _read_stat(pid)
+    return stat is not None and stat.state not in _EXITED_STATES
+
+
+async def _wait_gone(pid: int) -> None:
+    """Return once ``pid`` (any process, not only a child) has exited; never reaps it."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        await trio.lowlevel.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+async def _wait_all_gone(pids: Iterable[int], deadline: float) -> None:
+    """Wait on each pid's pidfd (no polling) until all have exited or ``deadline``."""
+    with trio.move_on_at(deadline):
+        async with trio.open_nursery() as nursery:
+            for pid in pids:
+                nursery.start_soon(_wait_gone, pid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,6 +464,9 @@ class GroupResult:
     #: A pipe stayed open after the group was gone: a process that left the group holds it
     #: (spec/tools.md §10). Reading stopped, so later output was not seen.
     pipes_held: bool
+    #: Processes that had left the group but carried the call's marker; they were stopped
+    #: with it (spec/tools.md §10).
+    escapees: tuple[int, ...] = ()
 
 
 class _OutputPump:
@@ -452,6 +605,10 @@ async def run_group(
     # even if a cancel is already pending: there must be no checkpoint before the ``try``.
     gate_read = gate_write = -1
     command = list(argv)
+    # Every process of the call inherits the marker, which is how escapees are found
+    # (spec/tools.md §3, §10).
+    marker = new_marker()
+    env = {**(os.environ if env is None else env), MARKER_VAR: marker}
     if ready is not None:
         _check_program(command[0], cwd, env)  # behind the gate, exec would fail only later
         gate_read, gate_write = os.pipe()
@@ -485,9 +642,10 @@ async def run_group(
             nursery.start_soon(pump.run, proc.stdout, proc.stderr)
             try:
                 # The leader is our unreaped child: its /proc entry lasts until we wait() for it.
-                identity = process_identity(pgid) or ""
-                if not identity:
+                leader_identity = process_identity(pgid)
+                if leader_identity is None:
                     raise RuntimeError(f"no /proc entry for our unreaped child {pgid}")
+                identity = f"{leader_identity}:{marker}"
                 on_spawned(pgid, identity)
                 if ready is not None:
                     await ready()
@@ -504,7 +662,7 @@ async def run_group(
                     gate_write = -1
                 with trio.CancelScope(shield=True):
                     report = await terminate_group(
-                        pgid, leader=proc, grace=grace, kill_wait=kill_wait
+                        pgid, leader=proc, grace=grace, kill_wait=kill_wait, marker=marker
                     )
                     with trio.move_on_after(PIPE_DRAIN_WAIT):
                         await pump.done.wait()
@@ -525,6 +683,7 @@ async def run_group(
                     stderr_bytes=pump.bytes_read["stderr"],
                     truncated=pump.truncated,
                     pipes_held=pipes_held,
+                    escapees=report.escapees,
                 )
     except BaseException:
         if result is not None and on_abort is not None:
@@ -560,36 +719,87 @@ async def reap_orphan_group(
     grace: float,
     kill_wait: float = DEFAULT_KILL_WAIT,
 ) -> OrphanOutcome:
-    """Stop a tool's process group left running by a crashed runtime (spec/tools.md §9).
+    """Stop what a tool call left running when its runtime crashed (spec/tools.md §9).
 
-    Signals are sent only when the group's leader (pid ``pgid``, alive or an unreaped zombie)
-    still has the recorded ``identity``: then the pgid is still the one we were given and the
-    group is ours. Otherwise nothing is signalled:
+    Nothing is signalled without proof that this project started it: the recorded identity
+    must carry the call's marker, and a process is ours only if it runs as our uid with that
+    marker in its environment (:func:`carries_marker`). A log is input like any other file,
+    and a forged ``tool/spawned`` naming a stranger's group and start time must not get it
+    killed. Then:
 
-    - pid ``pgid`` exists with another identity → ``identity-mismatch``. The pid could only be
-      reused after every process carrying it as a pgid had exited, so our group is gone.
-    - no process has pid ``pgid`` but members with that pgrp live → ``unverified``. They may be
-      what our leader left behind, or a later group that reused the number after ours emptied
-      and lost its own leader; nothing left on the system tells the two apart, and signalling a
-      stranger's processes is worse than leaving ours running, so they are reported, not
-      killed. (If the recorded boot id is not this boot's, they cannot be ours: ``gone``.)
-    - nothing alive → ``gone``.
+    - the leader (pid ``pgid``) is alive with the recorded identity and the marker → the
+      pgid is still ours: the whole group is stopped by §4, and every escapee carrying the
+      marker with it → ``stopped``;
+    - otherwise every live process carrying the marker (members that kept it, escapees) is
+      stopped → ``stopped`` if there were any;
+    - else, pid ``pgid`` has another identity → ``identity-mismatch``; processes with pgid
+      ``pgid`` live on but none carries the marker (or the record has none) → ``unverified``:
+      reported, never signalled; nothing alive → ``gone``.
+
+    A record from another boot describes nothing alive now: ``gone``.
     """
     if pgid < 1:
         # log.md allows pgid >= 1. pgid 1 (init's) or our own group need no special case: their
         # leader's identity cannot match a tool's, and terminate_group refuses them anyway.
         raise ValueError(f"recorded process group {pgid} is not a process group id")
-    recorded_boot, _ = parse_identity(identity)
-    current = process_identity(pgid)
-    if current is None:
-        members = tuple(group_members(pgid))
-        if not members or recorded_boot != boot_id():
-            return OrphanOutcome(pgid=pgid, status="gone")
-        return OrphanOutcome(pgid=pgid, status="unverified", members=members)
-    if current != identity:
-        return OrphanOutcome(pgid=pgid, status="identity-mismatch")
-    members = tuple(group_members(pgid))
-    if not members:
+    recorded_boot, start = parse_identity(identity)
+    marker = identity_marker(identity)
+    if recorded_boot != boot_id():
         return OrphanOutcome(pgid=pgid, status="gone")
-    report = await terminate_group(pgid, leader=None, grace=grace, kill_wait=kill_wait)
-    return OrphanOutcome(pgid=pgid, status="stopped", members=members, report=report)
+    current = process_identity(pgid)
+    leader_is_ours = (
+        marker is not None
+        and current == f"{recorded_boot}:{start}"
+        and _is_alive(pgid)
+        and carries_marker(pgid, marker)
+    )
+    if leader_is_ours:
+        _check_pgid(pgid)
+        members = tuple(group_members(pgid))
+        report = await terminate_group(
+            pgid, leader=None, grace=grace, kill_wait=kill_wait, marker=marker
+        )
+        return OrphanOutcome(
+            pgid=pgid, status="stopped", members=members + report.escapees, report=report
+        )
+    marked = tuple(marked_processes(marker)) if marker is not None else ()
+    if marked:
+        report = await _terminate_marked(pgid, marker or "", grace, kill_wait)
+        return OrphanOutcome(pgid=pgid, status="stopped", members=marked, report=report)
+    members = tuple(group_members(pgid))
+    if current is not None and current != f"{recorded_boot}:{start}":
+        return OrphanOutcome(pgid=pgid, status="identity-mismatch")
+    if members:
+        return OrphanOutcome(pgid=pgid, status="unverified", members=members)
+    return OrphanOutcome(pgid=pgid, status="gone")
+
+
+async def _terminate_marked(
+    pgid: int, marker: str, grace: float, kill_wait: float
+) -> TerminationReport:
+    """§4 applied to each process carrying ``marker`` one by one, without signalling any
+    group: the group's leader could not be verified, so its pgid proves nothing."""
+    found = marked_processes(marker)
+    _signal_each(found, signal.SIGTERM)
+    _signal_each(found, signal.SIGCONT)
+    await _wait_all_gone(found, trio.current_time() + grace)
+    kill_needed = False
+    survivors: list[int] = []
+    seen = set(found)
+    kill_end = trio.current_time() + kill_wait
+    while left := marked_processes(marker):
+        seen.update(left)
+        kill_needed = True
+        _signal_each(left, signal.SIGKILL)
+        if trio.current_time() >= kill_end:
+            survivors = left
+            break
+        await _wait_all_gone(left, kill_end)
+    return TerminationReport(
+        pgid=pgid,
+        term_sent=bool(found),
+        kill_needed=kill_needed,
+        members_seen=tuple(sorted(seen)),
+        survivors=tuple(survivors),
+        escapees=tuple(sorted(seen)),
+    )

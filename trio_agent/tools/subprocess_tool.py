@@ -69,6 +69,11 @@ def _caveats(result: GroupResult, max_output_bytes: int) -> list[str]:
             f"stopped {_processes(len(result.stray_members), 'background')} "
             "the command left running"
         )
+    if result.escapees:
+        notes.append(
+            f"stopped {_processes(len(result.escapees), 'escaped')} that had left the group "
+            "(setsid, setpgid or a daemonizing fork)"
+        )
     if result.truncated:
         notes.append(
             f"output truncated after {max_output_bytes} bytes "
