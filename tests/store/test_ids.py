@@ -43,7 +43,7 @@ def test_no_collisions_in_a_batch(batch: list[str]) -> None:
 
 @pytest.mark.parametrize(
     "session_id",
-    ["../x", "..", ".", "/", "/etc/passwd", "a/../../b", "a\0b", "x" * 10_000, "é" * 300, "A", "a"],
+    ["../x", "..", ".", "/", "/etc/passwd", "a/../../b", "a\0b", "x" * 4096, "é" * 300, "A", "a"],
 )
 def test_nasty_ids(session_id: str) -> None:
     _safe(escape_id(session_id))

@@ -6,7 +6,9 @@ live sessions; :func:`repair_file` is the same cold-open repair on one file path
 """
 
 from .errors import (
+    CreateFailed,
     LiveTurnOpen,
+    NotALogFile,
     PendingLimitExceeded,
     ReentrantAppend,
     SessionClosed,
@@ -40,9 +42,11 @@ __all__ = [
     "LOG_NAME",
     "PID_NAME",
     "Clock",
+    "CreateFailed",
     "FileOps",
     "JsonlStore",
     "LiveTurnOpen",
+    "NotALogFile",
     "Observer",
     "Orphan",
     "PendingLimitExceeded",

@@ -131,6 +131,45 @@ class PendingLimitExceeded(StoreError):
         self.limit = limit
 
 
+class NotALogFile(StoreError):
+    """The path where a session's log (or its directory) belongs is something the store
+    never writes through: a symbolic link, a directory, a FIFO, a device (spec/persistence.md
+    §Files). Nothing was changed."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        super().__init__(f"{path}: {what}; the store reads and writes only regular files")
+        self.path = os.fspath(path)
+
+
+class CreateFailed(StoreError, OSError):
+    """``create`` could not write the new log durably (``ENOSPC``, ``EIO``, ``EACCES``...).
+    Nothing is left behind: no log, no temporary file, no directory the call created."""
+
+    def __init__(
+        self,
+        session_id: str,
+        path: str | os.PathLike[str],
+        cause: OSError,
+        *,
+        published: bool = False,
+    ) -> None:
+        left = (
+            "the log exists, but its directory entry may not survive a power loss"
+            if published
+            else "nothing was created"
+        )
+        OSError.__init__(
+            self,
+            cause.errno,
+            f"session {session_id!r}: cannot create its log at {os.fspath(path)} "
+            f"({cause.strerror or cause}); {left}",
+        )
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 class WriteFailed(StoreError, OSError):
     """A batch could not be written or synced; its events stay queued and will be retried.
 
@@ -138,15 +177,26 @@ class WriteFailed(StoreError, OSError):
     original exception).
     """
 
-    def __init__(self, session_id: str, cause: OSError, queued: int) -> None:
+    def __init__(
+        self, session_id: str, cause: OSError, queued: int, *, closing: bool = False
+    ) -> None:
+        # While the session stays open the events are retried; the close's final flush is
+        # the last attempt, so then they are lost (the file stays a valid prefix).
+        fate = (
+            "could not be written and are lost (the session is closed; its log is a valid "
+            "prefix, which the next open repairs)"
+            if closing
+            else "stay queued and will be retried"
+        )
         OSError.__init__(
             self,
             cause.errno,
             f"session {session_id!r}: write failed ({cause.strerror or cause}); "
-            f"{queued} event(s) stay queued and will be retried",
+            f"{queued} event(s) {fate}",
         )
         self.session_id = session_id
         self.queued = queued
+        self.closing = closing
 
     def __str__(self) -> str:
         return str(self.strerror)

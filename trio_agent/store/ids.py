@@ -23,11 +23,28 @@ _SAFE: Final = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-_")
 _TABLE: Final = tuple(chr(b) if b in _SAFE else f"%{b:02X}" for b in range(256))
 
 
+#: Longest session id, in UTF-8 bytes: its header line stays short enough for every reader.
+MAX_ID_BYTES: Final = 4096
+
+
 def escape_id(session_id: str) -> str:
-    """The directory name of ``session_id`` under a store root. Raises ``ValueError`` if empty."""
+    """The directory name of ``session_id`` under a store root.
+
+    Raises ``ValueError`` naming the rule for an id that is not a non-empty string of valid
+    Unicode text (a lone surrogate cannot be written as UTF-8, so no log could hold it) of at
+    most :data:`MAX_ID_BYTES` bytes (spec/persistence.md §Files), before anything is created.
+    """
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("a session id must be a non-empty string")
-    raw = session_id.encode("utf-8", "surrogatepass")
+    try:
+        raw = session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"a session id must be valid Unicode text: {session_id!r} holds a lone surrogate "
+            f"at position {exc.start}"
+        ) from None
+    if len(raw) > MAX_ID_BYTES:
+        raise ValueError(f"a session id is at most {MAX_ID_BYTES} bytes of UTF-8, not {len(raw)}")
     name = "".join([_TABLE[b] for b in raw])
     if len(name) <= MAX_PLAIN:
         return name

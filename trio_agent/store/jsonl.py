@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import fcntl
 import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -25,7 +27,9 @@ from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
 from .errors import (
+    CreateFailed,
     LiveTurnOpen,
+    NotALogFile,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -62,7 +66,44 @@ _LIVE: dict[str, Session] = {}
 _LOCK_TRIES: Final = 5
 _LOCK_PAUSE: Final = 0.01
 
-_OPEN_RW: Final = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+# O_NOFOLLOW: a symbolic link in the log's place is refused (ELOOP), never written through,
+# so closers can never land outside the root. O_NONBLOCK only matters for a FIFO, which must
+# not block the open before fstat refuses it; regular files ignore it.
+_OPEN_RW: Final = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a session log"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO, not a session log"
+    return "is not a regular file"
+
+
+def _open_log(path: Path, name: str) -> int:
+    """Open an existing log for the store (spec/persistence.md §Files): a regular file only,
+    never through a symbolic link. Raises :class:`SessionNotFound` or :class:`NotALogFile`."""
+    try:
+        directory_mode = os.lstat(path.parent).st_mode
+    except FileNotFoundError:
+        raise SessionNotFound(name, path) from None
+    if not stat.S_ISDIR(directory_mode):
+        raise NotALogFile(path.parent, _kind(directory_mode))
+    try:
+        fd = os.open(path, _OPEN_RW)
+    except FileNotFoundError:
+        raise SessionNotFound(name, path) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR):
+            raise NotALogFile(path, _kind(os.lstat(path).st_mode)) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotALogFile(path, _kind(mode))
+    return fd
 
 
 def _key(path: Path) -> str:
@@ -250,14 +291,28 @@ class JsonlStore:
 
     def _create_blocking(self, session_id: str, path: Path, header: Header) -> tuple[int, int]:
         directory = path.parent
+        data = encode_header(header)  # before anything exists: a bad id creates nothing
         fresh_root = not self.root.exists()
-        fresh_dir = not directory.exists()
-        directory.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            raise SessionExists(session_id)
-        data = encode_header(header)
+        fresh_dir = not os.path.lexists(directory)
+        if not fresh_dir and not stat.S_ISDIR(os.lstat(directory).st_mode):
+            raise NotALogFile(directory, _kind(os.lstat(directory).st_mode))
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CreateFailed(session_id, path, exc) from exc
+        if os.path.lexists(path):
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                raise SessionExists(session_id)
+            self._undo_create(directory, None, fresh_dir)
+            raise NotALogFile(path, _kind(mode))
         tmp = directory / f".{LOG_NAME}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, _OPEN_RW | os.O_CREAT | os.O_EXCL, 0o644)
+        linked = False
+        try:
+            fd = os.open(tmp, _OPEN_RW | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            self._undo_create(directory, None, fresh_dir)
+            raise CreateFailed(session_id, path, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh inode: never contended
             write_all(self._ops, fd, data)
@@ -268,16 +323,37 @@ class JsonlStore:
                 raise SessionExists(session_id) from None
             finally:
                 os.unlink(tmp)
+            linked = True
             self._ops.point("create:linked")
             _fsync_dir(directory)
             if fresh_dir:
                 _fsync_dir(directory.parent)
             if fresh_root and self.root.parent != self.root:
                 _fsync_dir(self.root.parent)
+        except SessionExists:
+            os.close(fd)
+            raise
+        except OSError as exc:
+            os.close(fd)
+            if linked:  # published, only a directory sync failed: keep the complete file
+                raise CreateFailed(session_id, path, exc, published=True) from exc
+            self._undo_create(directory, tmp, fresh_dir)
+            raise CreateFailed(session_id, path, exc) from exc
         except BaseException:
             os.close(fd)
             raise
         return fd, len(data)
+
+    @staticmethod
+    def _undo_create(directory: Path, tmp: Path | None, fresh_dir: bool) -> None:
+        """Remove what a failed create made: its temporary file, and the session directory
+        if this call created it and it is empty."""
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        if fresh_dir:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
 
     async def open(self, session_id: str, *, reap_orphans: ReaperArg = DEFAULT_REAPER) -> Session:
         """Cold open: lock, repair (torn tail, orphans, closers, durably), return it live.
@@ -290,10 +366,7 @@ class JsonlStore:
         path = self.path_of(session_id)
         if _key(path) in _LIVE:
             raise SessionLocked(session_id, os.getpid(), here=True)
-        try:
-            fd = os.open(path, _OPEN_RW)
-        except FileNotFoundError:
-            raise SessionNotFound(session_id, path) from None
+        fd = await trio.to_thread.run_sync(_open_log, path, session_id)
         pid_path = path.with_name(PID_NAME)
         reaper = resolve_reaper(self._reaper if reap_orphans is DEFAULT_REAPER else reap_orphans)
         try:
@@ -468,12 +541,7 @@ async def repair_file(
             raise _locked_error(scan.header.id, pid_path)
         closers = closers_after(scan)
         return report_for(name, ColdOpen(scan, closers, {}, scan.keep), written=False)
-    try:
-        fd = os.open(p, _OPEN_RW)
-    except FileNotFoundError:
-        raise SessionNotFound(name, p) from None
-    except IsADirectoryError:
-        raise SessionNotFound(name, p) from None
+    fd = _open_log(p, name)
     try:
         try:
             await _lock_exclusive(fd, name, pid_path)

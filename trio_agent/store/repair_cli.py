@@ -16,6 +16,7 @@ import trio
 
 from ..log.codec import event_to_json
 from .errors import (
+    NotALogFile,
     SessionCorrupt,
     SessionLocked,
     SessionNotFound,
@@ -55,8 +56,8 @@ def run_repair_file(
     except WriteFailed as exc:
         print(f"{path}: {exc} (the file holds a valid prefix; run repair again)", file=err)
         return REFUSED
-    except IsADirectoryError:
-        print(f"{path}: is a directory, not a log file", file=err)
+    except NotALogFile as exc:
+        print(str(exc), file=err)
         return UNREADABLE
     except OSError as exc:
         print(f"{path}: cannot repair: {exc.strerror or exc}", file=err)

@@ -163,6 +163,10 @@ class Writer:
         try:
             with trio.CancelScope(shield=True):
                 await self.flush()
+        except WriteFailed as exc:
+            # The last attempt: nothing retries after a close, so say what really happens.
+            cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+            raise WriteFailed(self._id, cause, exc.queued, closing=True) from cause
         finally:
             self._closing = True
             self._wake.set()
