@@ -121,11 +121,21 @@ def test_repair_and_fold_refuse_a_broken_log(tmp_path: Path) -> None:
         b'{"seq":2,"time":1,"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}\n'
     )
     path = write(tmp_path, body)
-    for command in ("repair", "fold", "truncate", "show"):
+    where = "turn 1 is open with no step open"
+    for command in ("repair", "fold", "truncate"):
         code, out, err = run(command, path)
         assert (code, out) == (1, ""), command
-        where = "turn 1 is open with no step open"
         assert err == f"{path}:3: seq 1: I8: step/end names turn 1 step 1; {where}\n"
+    # show shows what comes before the offending line, marks it, and exits 1 too.
+    code, out, err = run("show", "--no-color", path)
+    assert code == 1
+    assert err == f"{path}:3: seq 1: I8: step/end names turn 1 step 1; {where}\n"
+    assert out.splitlines() == [
+        "session s1  created 2023-11-14 22:13:20Z  1 event",
+        "[0] turn/start 1",
+        f"!! line 3: seq 1: I8: step/end names turn 1 step 1; {where}",
+        '   {"seq":1,"time":1,"type":"step/end","data":{"turn":1,"step":1}}',
+    ]
 
 
 def test_repair_treats_garbage_after_last_turn_end_as_torn_tail(tmp_path: Path) -> None:

@@ -282,3 +282,30 @@ def test_groups_are_flattened_into_one_line() -> None:
     )
     interrupted = BaseExceptionGroup("g", [KeyboardInterrupt(), BrokenPipeError()])
     assert _report(interrupted, io.StringIO(), io.StringIO()) == 130
+
+
+def test_the_store_repair_of_a_directory_names_it(tmp_path: Path) -> None:
+    """Below the CLI's own check: ``run_repair_file`` given a directory (a file replaced by
+    one after the check) says so, not "no such file"."""
+    import io
+
+    from trio_agent.store.repair_cli import run_repair_file
+
+    err = io.StringIO()
+    assert run_repair_file(str(tmp_path), io.StringIO(), err, reap_orphans=None) == 2
+    assert err.getvalue() == (
+        f"{tmp_path}: is a directory, not a log file (only a regular file is read)\n"
+    )
+
+
+def test_show_marks_a_committed_line_that_is_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(
+        HEADER0 + b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n{nope\n' + TURN_END
+    )
+    proc = cli("show", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"{path}:3: not JSON") and proc.stderr.count("\n") == 1
+    lines = proc.stdout.splitlines()
+    assert lines[1:2] == ["[0] turn/start 1"]
+    assert lines[2].startswith("!! line 3: not JSON") and lines[3] == "   {nope"

@@ -49,9 +49,11 @@ OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 class CliError(Exception):
     """One line for stderr and an exit code."""
 
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, *, line: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+        #: The log line the problem is on (1 = header), when there is one.
+        self.line = line
 
 
 def _kind(mode: int) -> str | None:
@@ -165,15 +167,21 @@ def _read(path: str) -> bytes:
 def _scan_live(path: str, *, strict: bool) -> tuple[Scan, Live | None]:
     """Read and check ``path``; map every core error to a one-line :class:`CliError`."""
     data, live = _read_log(path)
+    return _check(path, data, strict=strict), live
+
+
+def _check(path: str, data: bytes, *, strict: bool) -> Scan:
+    """:func:`scan_log`, every core error mapped to a one-line :class:`CliError`."""
     try:
-        return scan_log(data, strict=strict), live
+        return scan_log(data, strict=strict)
     except HeaderError as exc:
-        raise CliError(f"{path}:1: {exc}", UNREADABLE) from None
+        raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1) from None
     except UnreadableLineError as exc:
-        raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE) from None
+        raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE, line=exc.line) from None
     except LogViolation as exc:
         seq = "?" if exc.seq is None else exc.seq
-        raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
+        what = f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}"
+        raise CliError(what, BROKEN, line=exc.line) from None
 
 
 def _scan(path: str, *, strict: bool) -> Scan:
@@ -315,20 +323,50 @@ def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return OK
 
 
+def _line_start(data: bytes, line: int) -> int:
+    """The offset of the first byte of 1-based ``line``."""
+    offset = 0
+    for _ in range(line - 1):
+        offset = data.index(b"\n", offset) + 1
+    return offset
+
+
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan, live = _scan_live(args.file, strict=False)
+    """The timeline; a log that breaks a rule is shown up to the offending line, which is
+    marked with the rule, and the command exits 1 (2 for a line that is not JSON)."""
+    path = args.file
+    data, live = _read_log(path)
+    color = args.color
+    if color is None:
+        color = out.isatty() and "NO_COLOR" not in os.environ
+    try:
+        scan = _check(path, data, strict=False)
+    except CliError as exc:
+        if exc.line is None or exc.line < 2:
+            raise
+        start = _line_start(data, exc.line)
+        try:
+            prefix = scan_log(data[:start], strict=False)
+        except (HeaderError, UnreadableLineError, LogViolation):
+            raise exc from None
+        for text in render_timeline(prefix.header, prefix.events, color=color):
+            out.write(text + "\n")
+        raw = data[start : data.find(b"\n", start) if b"\n" in data[start:] else len(data)]
+        shown = raw[:120].decode("utf-8", "replace") + ("..." if len(raw) > 120 else "")
+        mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
+        red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")
+        out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
+        out.flush()
+        raise
     if live is None:
         closers = closers_for(scan.checker, scan.last_time)
     else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
         closers = []
         print(
-            f"{_live_words(args.file, scan, live)}; a live session is never repaired, "
+            f"{_live_words(path, scan, live)}; a live session is never repaired, "
             "so no closers are shown",
             file=err,
         )
-    color = args.color
-    if color is None:
-        color = out.isatty() and "NO_COLOR" not in os.environ
     for line in render_timeline(scan.header, scan.events, closers, scan.tail, color=color):
         out.write(line + "\n")
     return OK

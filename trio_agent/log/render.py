@@ -131,7 +131,8 @@ def render_timeline(
 ) -> Iterator[str]:
     """Yield the lines of the timeline. ``closers`` are shown as what repair would append."""
     created = _utc(header.created_at)
-    yield f"session {header.id}  created {created}  {len(events)} events"
+    count = f"{len(events)} event" + ("" if len(events) == 1 else "s")
+    yield f"session {header.id}  created {created}  {count}"
 
     def paint(text: str, style: str | None) -> str:
         return f"{style}{text}{_RESET}" if color and style else text
