@@ -632,6 +632,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=_session_id,
         help="session id (created if missing, resumed otherwise)",
     )
+    p.add_argument(
+        "--model",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1) instead of the "
+        "embedded bash-echo model; the API key comes from $OPENAI_API_KEY",
+    )
+    p.add_argument(
+        "--model-name",
+        default="default",
+        metavar="NAME",
+        help="the model name sent to --model (default: default)",
+    )
     p.set_defaults(run=cmd_run)
 
     p = add(

@@ -28,7 +28,7 @@ from .cli import BROKEN, REFUSED, UNREADABLE, CliError, plural
 from .log.events import Event
 from .log.render import describe
 from .models.base import ModelRequest, StepContext
-from .runtime import CancelCause, TurnEnded, TurnPrevented, open_agent
+from .runtime import CancelCause, Hooks, TurnContext, TurnEnded, TurnPrevented, open_agent
 from .store import (
     JsonlStore,
     Session,
@@ -210,6 +210,32 @@ class _DurablePrinter:
             self.print_pending()
 
 
+#: What a real model is told when ``--model`` is given.
+SYSTEM_PROMPT = (
+    "You are a terminal assistant. You have one tool, bash: it runs a command line with "
+    "bash -c in its own process group and answers with what it printed and its exit status. "
+    "The user may cancel a running command at any moment."
+)
+
+
+class _SystemPrompt(Hooks):
+    async def assemble_prompt(self, ctx: TurnContext) -> str:
+        return SYSTEM_PROMPT
+
+
+def _model(args: argparse.Namespace) -> Any:
+    """The embedded bash-echo model, or ``--model URL`` (an OpenAI-compatible endpoint)."""
+    if getattr(args, "model", None) is None:
+        return ShellModel()
+    from .models.openai import OpenAIChatModel  # httpx only when a real model is asked for
+
+    return OpenAIChatModel(args.model, args.model_name)
+
+
+def _hooks(args: argparse.Namespace) -> Hooks | None:
+    return _SystemPrompt() if getattr(args, "model", None) is not None else None
+
+
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = Path(args.root)
     prepare_root(root)
@@ -228,7 +254,9 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
             unsubscribe = session.subscribe(printer.appended)
             try:
                 async with (
-                    open_agent(session, model=ShellModel(), tools=[BashTool()]) as agent,
+                    open_agent(
+                        session, model=_model(args), tools=[BashTool()], hooks=_hooks(args)
+                    ) as agent,
                     trio.open_nursery() as nursery,
                 ):
 
@@ -236,6 +264,13 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                         if isinstance(ev, TurnEnded) and ev.outcome.cause is not None:
                             cause = _cause(ev.outcome.cause)
                             print(f"(turn {ev.outcome.turn}: cancelled by {cause})", file=err)
+                        elif isinstance(ev, TurnEnded) and ev.outcome.error is not None:
+                            error = ev.outcome.error
+                            print(
+                                f"(turn {ev.outcome.turn} failed: {error['code']}: "
+                                f"{error['message']})",
+                                file=err,
+                            )
                         elif isinstance(ev, TurnPrevented):
                             print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
 

@@ -57,6 +57,9 @@ class ModelRequest:
     ``{"role": "user", "id", "text", "source"}``,
     ``{"role": "assistant", "id", "content": [block, ...], "interrupted": bool}`` and
     ``{"role": "tool", "callId", "content", "isError", "code"}`` (``code`` may be ``None``).
+    A tool message's ``content`` is what the call printed (its ``tool/output`` events, both
+    streams in log order, at most :data:`TOOL_OUTPUT_LIMIT` characters with a marker saying how
+    much was cut) followed by the result's own ``content`` (spec/models.md §Tool messages).
     """
 
     turn: int
@@ -64,6 +67,9 @@ class ModelRequest:
     system: str
     messages: Sequence[Mapping[str, Any]]
     tools: Sequence[str]
+    #: ``{"name", "description", "parameters"}`` per tool, for models that advertise tools
+    #: (spec/models.md §Tools); the scripted model ignores it.
+    tool_specs: Sequence[Mapping[str, Any]] = ()
 
 
 class Model(Protocol):
@@ -120,6 +126,10 @@ def check_chunk(chunk: object) -> Mapping[str, Any]:
     return chunk
 
 
+#: Characters of a call's output a model is shown, before the result (spec/models.md).
+TOOL_OUTPUT_LIMIT = 16_000
+
+
 class Transcript:
     """The conversation as a model sees it, derived incrementally from log events.
 
@@ -127,11 +137,13 @@ class Transcript:
     messages described on :class:`ModelRequest`. Pure: no trio, no I/O.
     """
 
-    __slots__ = ("_fed", "messages")
+    __slots__ = ("_cut", "_fed", "_output", "messages")
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
         self._fed = 0
+        self._output: dict[str, list[str]] = {}  # call id -> output kept so far
+        self._cut: dict[str, int] = {}  # call id -> characters of output not kept
 
     def feed(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -151,17 +163,36 @@ class Transcript:
                         "interrupted": bool(data.get("interrupted", False)),
                     }
                 )
+            elif event.type == "tool/output":
+                self._keep(data["callId"], data["text"])
             elif event.type == "tool/result":
                 error = data.get("error")
                 self.messages.append(
                     {
                         "role": "tool",
                         "callId": data["callId"],
-                        "content": data["content"],
+                        "content": self._with_output(data["callId"], data["content"]),
                         "isError": data["isError"],
                         "code": None if error is None else error["code"],
                     }
                 )
+
+    def _keep(self, call_id: str, text: str) -> None:
+        kept = self._output.setdefault(call_id, [])
+        room = TOOL_OUTPUT_LIMIT - sum(map(len, kept))
+        if room > 0:
+            kept.append(text[:room])
+        if len(text) > room:
+            self._cut[call_id] = self._cut.get(call_id, 0) + len(text) - max(room, 0)
+
+    def _with_output(self, call_id: str, content: str) -> str:
+        output = "".join(self._output.pop(call_id, ()))
+        cut = self._cut.pop(call_id, 0)
+        if cut:
+            output += f"\n[... {cut} more characters of output not shown]\n"
+        if not output:
+            return content
+        return output + ("" if output.endswith("\n") else "\n") + content
 
     def catch_up(self, log: Sequence[Event]) -> None:
         """Feed the events of ``log`` this transcript has not seen yet."""

@@ -92,6 +92,14 @@ class TurnRunner:
         self.fatal: BaseException | None = None
         self._transcript = Transcript()
         self._tool_names = tuple(tools)
+        self._tool_specs = tuple(
+            {
+                "name": name,
+                "description": getattr(tool, "description", ""),
+                "parameters": dict(getattr(tool, "parameters", {"type": "object"})),
+            }
+            for name, tool in tools.items()
+        )
 
     # -- appends --------------------------------------------------------------------------------
 
@@ -242,7 +250,12 @@ class TurnRunner:
         await trio.lowlevel.checkpoint_if_cancelled()
         self._transcript.catch_up(session.events)
         request = ModelRequest(
-            ctx.turn, ctx.step, system, tuple(self._transcript.messages), self._tool_names
+            ctx.turn,
+            ctx.step,
+            system,
+            tuple(self._transcript.messages),
+            self._tool_names,
+            self._tool_specs,
         )
         where = {"turn": ctx.turn, "step": ctx.step}
         text: list[str] = []

@@ -7,6 +7,8 @@ They are the tools of the demo's scripted turns and of the runtime tests and ben
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import trio
 
@@ -26,6 +28,12 @@ class SleepTool:
 
     name = "sleep"
     parallel = True
+    description = "Wait the given number of seconds, then answer 'slept'."
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "minimum": 0}},
+        "required": ["seconds"],
+    }
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         seconds = call.arguments.get("seconds", 0)
@@ -44,6 +52,12 @@ class EchoTool:
 
     name = "echo"
     parallel = True
+    description = "Write the given text to stdout and answer with it."
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }
 
     async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         text = call.arguments.get("text")

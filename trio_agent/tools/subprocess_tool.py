@@ -107,7 +107,12 @@ class SubprocessTool:
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        description: str = "",
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
+        #: What a model is told about the tool (spec/models.md §Tools).
+        self.description = description or f"Run {name}."
+        self.parameters: Mapping[str, Any] = parameters or {"type": "object"}
         if isinstance(argv, str):
             # A str is a Sequence too; splitting it into characters would be a silent bug.
             raise TypeError(f"tool {name!r}: argv must be a list of str or a builder, not a str")
@@ -216,6 +221,15 @@ class BashTool(SubprocessTool):
         super().__init__(
             "bash",
             _bash_argv,
+            description=(
+                "Run a bash command line in its own process group and answer with its exit "
+                "status and what it printed (stdout and stderr, bounded)."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "run by bash -c"}},
+                "required": ["command"],
+            },
             grace=grace,
             timeout=timeout,
             chunk_bytes=chunk_bytes,

@@ -1,0 +1,216 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1, for tests and for trying the HTTP model.
+
+It answers ``POST /chat/completions`` with the next :class:`Play` of its script: server-sent
+events, then the end of the response, a hang (the stream stays open, sending nothing, until
+the client closes it), or a dropped connection; or an error status with a body. It records
+each request's JSON body and, per connection, a :class:`trio.Event` set when the client closed
+it, so a test can wait for "the socket was closed" as an event instead of a timer.
+
+HTTP is h11 (one connection, one request: the server closes after the response). Run it by
+hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL and answers
+every request with a short text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import attrs
+import h11
+import orjson
+import trio
+
+__all__ = [
+    "Connection",
+    "Play",
+    "Provider",
+    "serve_provider",
+    "text_events",
+    "tool_call_events",
+]
+
+
+@attrs.frozen
+class Play:
+    """One scripted response. ``events`` are SSE ``data`` payloads, sent in order (a dict is
+    JSON-encoded; a str is sent as is, so ``"[DONE]"`` or malformed text can be scripted);
+    ``raw`` bytes are sent verbatim after them."""
+
+    status: int = 200
+    events: tuple[dict[str, Any] | str, ...] = ()
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = ()
+    raw: bytes = b""
+    then: Literal["end", "hang", "drop"] = "end"
+
+
+@attrs.define
+class Connection:
+    """What one client connection did."""
+
+    closed: trio.Event = attrs.Factory(trio.Event)
+    request: dict[str, Any] | None = None
+
+
+def text_events(text: str, *, pieces: int = 3, finish: str = "stop") -> tuple[dict[str, Any], ...]:
+    """The SSE payloads of a streamed text answer, in ``pieces`` deltas, then ``[DONE]``."""
+    step = max(1, -(-len(text) // pieces))
+    deltas = [text[i : i + step] for i in range(0, len(text), step)]
+    out: list[dict[str, Any]] = [_choice({"role": "assistant", "content": ""})]
+    out += [_choice({"content": d}) for d in deltas]
+    out.append(_choice({}, finish))
+    return tuple(out)
+
+
+def tool_call_events(
+    name: str, arguments: str, *, call_id: str = "call_1", pieces: int = 3, text: str = ""
+) -> tuple[dict[str, Any], ...]:
+    """A tool call whose ``arguments`` JSON text is split over ``pieces`` deltas."""
+    out: list[dict[str, Any]] = []
+    if text:
+        out.append(_choice({"content": text}))
+    step = max(1, -(-len(arguments) // pieces))
+    parts = [arguments[i : i + step] for i in range(0, len(arguments), step)] or [""]
+    first = {"index": 0, "id": call_id, "type": "function", "function": {"name": name}}
+    out.append(_choice({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]}))
+    out += [
+        _choice({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts
+    ]
+    out.append(_choice({}, "tool_calls"))
+    return tuple(out)
+
+
+def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+class Provider:
+    """See the module docstring; run one with :func:`serve_provider`."""
+
+    def __init__(
+        self, plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+    ) -> None:
+        self.plays: deque[Play] = deque(plays or [])
+        self.default = default or Play(events=(*text_events("ok"), "[DONE]"))
+        self.connections: list[Connection] = []
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return [c.request for c in self.connections if c.request is not None]
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        conn = Connection()
+        self.connections.append(conn)
+        try:
+            await self._serve_one(stream, conn)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+            pass  # the client went away: that is what `closed` records
+        finally:
+            conn.closed.set()
+            await stream.aclose()
+
+    async def _serve_one(self, stream: trio.SocketStream, conn: Connection) -> None:
+        h = h11.Connection(h11.SERVER)
+        body = b""
+        while True:
+            event = h.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                h.receive_data(data)
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        try:
+            conn.request = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            conn.request = {"_not_json": body.decode("utf-8", "replace")}
+        play = self.plays.popleft() if self.plays else self.default
+
+        async def send(ev: Any) -> None:
+            data = h.send(ev)
+            if data:
+                await stream.send_all(data)
+
+        if play.status != 200:
+            headers = [("content-type", "application/json"), *play.headers]
+            headers.append(("content-length", str(len(play.body))))
+            await send(h11.Response(status_code=play.status, headers=headers))
+            await send(h11.Data(data=play.body))
+            await send(h11.EndOfMessage())
+            return
+        headers = [("content-type", "text/event-stream"), *play.headers]
+        await send(h11.Response(status_code=200, headers=headers))
+        for item in play.events:
+            text = item if isinstance(item, str) else orjson.dumps(item).decode()
+            await send(h11.Data(data=f"data: {text}\n\n".encode()))
+        if play.raw:
+            await send(h11.Data(data=play.raw))
+        if play.then == "drop":
+            return  # closed without the chunked terminator: the body is cut
+        if play.then == "hang":
+            while await stream.receive_some(65536):  # until the client closes the socket
+                pass
+            return
+        await send(h11.EndOfMessage())
+
+
+@contextlib.asynccontextmanager
+async def serve_provider(
+    plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+) -> AsyncIterator[Provider]:
+    """``async with serve_provider(plays) as provider: ... provider.url`` (127.0.0.1 only)."""
+    provider = Provider(plays, default=default, port=port)
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(trio.serve_tcp, provider._handle, port, host="127.0.0.1")
+        listeners = await nursery.start(serve)
+        provider.port = listeners[0].socket.getsockname()[1]
+        try:
+            yield provider
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _main(port: int) -> None:
+    async with serve_provider(port=port) as provider:
+        print(provider.url, flush=True)
+        await trio.sleep_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trio_agent.testing.provider",
+        description="A scripted OpenAI-compatible server on 127.0.0.1 that answers every "
+        "request with a short streamed text.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free)")
+    args = parser.parse_args(argv)
+    try:
+        trio.run(_main, args.port)
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"provider: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
