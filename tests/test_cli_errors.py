@@ -293,9 +293,9 @@ def test_the_store_repair_of_a_directory_names_it(tmp_path: Path) -> None:
 
     err = io.StringIO()
     assert run_repair_file(str(tmp_path), io.StringIO(), err, reap_orphans=None) == 2
-    assert err.getvalue() == (
-        f"{tmp_path}: is a directory, not a log file (only a regular file is read)\n"
-    )
+    line = err.getvalue()
+    assert line.startswith(f"{tmp_path}: ") and line.count("\n") == 1
+    assert "directory" in line and "no such file" not in line
 
 
 def test_show_marks_a_committed_line_that_is_not_json(tmp_path: Path) -> None:

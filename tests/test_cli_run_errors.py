@@ -186,3 +186,23 @@ def test_a_session_id_that_is_not_utf8(tmp_path: Path) -> None:
         "(see `trio-agent run --help`)"
     )
     assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_a_session_log_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "root"
+    path = root / "s1" / "session.jsonl"
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)  # nobody writes it: a read would block forever
+        what = "is a FIFO (named pipe)"
+    elif kind == "symlink":
+        target = tmp_path / "elsewhere.jsonl"
+        target.write_bytes(encode_header(Header("s1", 0)))
+        path.symlink_to(target)
+        what = "is a symbolic link"
+    else:
+        path.mkdir()
+        what = "is a directory"
+    line = one_line(run(root, "--session", "s1"), 2)
+    assert line == f"{path}: {what}, not a session log (a session's log is a regular file)"

@@ -56,7 +56,7 @@ class CliError(Exception):
         self.line = line
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """What a file that is not a regular file is, in words (``None`` for a regular file)."""
     if stat.S_ISREG(mode):
         return None
@@ -81,11 +81,11 @@ def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
     the descriptor, so a FIFO, a device or a directory is refused and never read.
     """
     try:
-        kind = _kind(os.stat(path).st_mode)
+        kind = file_kind(os.stat(path).st_mode)
         if kind is None:
             fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
-                kind = _kind(os.fstat(fd).st_mode)
+                kind = file_kind(os.fstat(fd).st_mode)
             except BaseException:
                 os.close(fd)
                 raise

@@ -24,13 +24,15 @@ from typing import Any, TextIO
 
 import trio
 
-from .cli import BROKEN, REFUSED, UNREADABLE, CliError, plural
+from .cli import BROKEN, REFUSED, UNREADABLE, CliError, file_kind, plural
 from .log.events import Event
 from .log.render import describe
 from .models.base import ModelRequest, StepContext
 from .runtime import CancelCause, Hooks, TurnContext, TurnEnded, TurnPrevented, open_agent
 from .store import (
+    CreateFailed,
     JsonlStore,
+    NotALogFile,
     Session,
     SessionCorrupt,
     SessionExists,
@@ -115,10 +117,27 @@ def prepare_root(root: Path) -> None:
         )
 
 
+def _refuse_special(path: Path) -> None:
+    """A log path that is not a regular file (a FIFO would block the first read forever; a
+    link is never followed by the store) is one line, exit 2, before the store opens it."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CliError(f"{path}: cannot use: {exc.strerror or exc}", UNREADABLE) from None
+    kind = "is a symbolic link" if stat.S_ISLNK(mode) else file_kind(mode)
+    if kind is not None:
+        raise CliError(
+            f"{path}: {kind}, not a session log (a session's log is a regular file)", UNREADABLE
+        )
+
+
 async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Session:
     """The session, resumed (cold open: repaired first) or created; store errors become one
     line each (``trio-agent run --help`` lists the exit codes)."""
     path = store.path_of(session_id)
+    _refuse_special(path)
     try:
         try:
             # What the cold open will do, read first without changing anything, so the
@@ -136,6 +155,8 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
     except SessionCorrupt as exc:
         raise CliError(str(exc), BROKEN) from None
     except UnsupportedFormat as exc:
+        raise CliError(str(exc), UNREADABLE) from None
+    except (NotALogFile, CreateFailed) as exc:  # their messages name the path
         raise CliError(str(exc), UNREADABLE) from None
     except StoreError as exc:
         raise CliError(f"{path}: {exc}", UNREADABLE) from None

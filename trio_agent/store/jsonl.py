@@ -558,4 +558,3 @@ async def repair_file(
 def _header_id(path: Path) -> str | None:
     header = _read_header(path)
     return header.id if header is not None else None
-

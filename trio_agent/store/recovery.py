@@ -295,4 +295,3 @@ def report_for(path: str, cold: ColdOpen, *, written: bool) -> RepairReport:
         stopped=cold.stopped,
         written=written,
     )
-

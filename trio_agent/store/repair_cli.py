@@ -9,7 +9,6 @@ the session is live (locked), or the repair could not be written.
 
 from __future__ import annotations
 
-import os
 from typing import TextIO
 
 import orjson
@@ -37,12 +36,7 @@ def run_repair_file(
     try:
         report = trio.run(_repair, path, reap_orphans)
     except SessionNotFound:
-        # The CLI refuses anything but a regular file before calling this (spec/cli.md
-        # §Input files); this covers a file replaced meanwhile, and direct callers.
-        if os.path.isdir(path):
-            print(f"{path}: is a directory, not a log file (only a regular file is read)", file=err)
-        else:
-            print(f"{path}: no such file", file=err)
+        print(f"{path}: no such file", file=err)
         return UNREADABLE
     except UnsupportedFormat as exc:
         print(f"{path}:1: {exc.message.removeprefix('line 1: ')}", file=err)
