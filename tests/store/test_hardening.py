@@ -104,6 +104,8 @@ async def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
             await store.open("s")
     with pytest.raises(NotALogFile, match="is a FIFO"):
         await repair_file(fifo, reap_orphans=None)
+    with pytest.raises(NotALogFile, match="is a FIFO"):
+        await repair_file(fifo, write=False)  # the dry run reads: it must not block either
 
 
 # -- ids ------------------------------------------------------------------------------------------

@@ -72,6 +72,9 @@ _LOCK_PAUSE: Final = 0.01
 _OPEN_RW: Final = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
+_OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISLNK(mode):
         return "is a symbolic link"
@@ -82,7 +85,7 @@ def _kind(mode: int) -> str:
     return "is not a regular file"
 
 
-def _open_log(path: Path, name: str) -> int:
+def _open_log(path: Path, name: str, flags: int = _OPEN_RW) -> int:
     """Open an existing log for the store (spec/persistence.md §Files): a regular file only,
     never through a symbolic link. Raises :class:`SessionNotFound` or :class:`NotALogFile`."""
     try:
@@ -92,7 +95,7 @@ def _open_log(path: Path, name: str) -> int:
     if not stat.S_ISDIR(directory_mode):
         raise NotALogFile(path.parent, _kind(directory_mode))
     try:
-        fd = os.open(path, _OPEN_RW)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise SessionNotFound(name, path) from None
     except OSError as exc:
@@ -167,10 +170,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _read_shared(path: Path, session_id: str, expect_id: str | None) -> tuple[Scan, bool]:
     """Scan the log under a momentary shared lock; ``(scan, live_elsewhere)``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise SessionNotFound(session_id, path) from None
+    fd = _open_log(path, session_id, _OPEN_READ)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
