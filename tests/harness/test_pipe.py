@@ -101,3 +101,27 @@ def test_in_process_and_subprocess_adapters_report_the_same_journal(tmp_path: Pa
     b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl")
     assert a[-1][2] is True  # the script ends in a crash
     assert a == b
+
+
+def test_a_crash_after_a_write_that_the_disk_refuses_still_dies(tmp_path: Path) -> None:
+    """``crash(after_write)`` at ``flush`` when an injected disk failure is due: the parked
+    batch writes nothing, so the server must die at once instead of waiting for a write that
+    never comes (it used to sleep forever). Both adapters agree on the durable bytes."""
+    durable = []
+    for adapter in (InProcessAdapter(), PipeAdapter(timeout=120)):  # the timeout: a hang guard
+        log = tmp_path / type(adapter).__name__ / "s" / "session.jsonl"
+        log.parent.mkdir(parents=True)
+        try:
+            assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"]
+            assert adapter.request({"op": "disk", "fail": 1})["ok"]
+            crash = {"kind": "crash", "after_write": True}
+            assert adapter.request({"op": "arm", "point": "flush", "action": crash})["ok"]
+            reply = adapter.request({"op": "followup", "text": "hi"})
+            if not reply["crashed"]:
+                reply = adapter.request({"op": "flush"})
+            assert reply["crashed"], reply
+            durable.append(adapter.durable_bytes(str(log)))
+        finally:
+            adapter.close()
+    assert durable[0] == durable[1]
+    assert durable[0].count(b"\n") == 1  # the header only: the refused batch wrote nothing

@@ -538,8 +538,8 @@ class World:
         if self.dead:
             return
         data = self.log_path.read_bytes()
-        if after_write and self.ops.parked:
-            data += self.ops.parked_data
+        if after_write and self.ops.parked and not self.ops.fail_next:
+            data += self.ops.parked_data  # (a batch the injected failure refuses writes nothing)
         self.snapshot = data
         self.dead = True
         self._on_crash(self, after_write)
