@@ -516,6 +516,26 @@ def _epilog(command: str) -> str:
     return f"exit codes:\n{_CODES[command]}\n{_COMMON_CODES}\n"
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse's own usage errors: one line, exit 2 (same as unreadable input).
@@ -664,6 +684,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("serve", "serve the demo web page")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    p.add_argument(
+        "--max-runs",
+        type=_positive_int,
+        default=8,
+        help="scenario runs (worker processes) at once, across all clients (default: 8)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=_positive_float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close a websocket that sends nothing for this long (default: 300)",
+    )
     p.set_defaults(run=cmd_serve)
     return parser
 

@@ -95,10 +95,10 @@ class ServerProcess:
 
 
 @contextlib.asynccontextmanager
-async def server_process() -> AsyncIterator[ServerProcess]:
-    """``python -m trio_agent serve --port 0`` in a subprocess; stopped with SIGINT."""
+async def server_process(*extra: str) -> AsyncIterator[ServerProcess]:
+    """``python -m trio_agent serve --port 0 [extra...]`` in a subprocess; stopped with SIGINT."""
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "trio_agent", "serve", "--host", "127.0.0.1", "--port", "0"],
+        [sys.executable, "-m", "trio_agent", "serve", "--host", "127.0.0.1", "--port", "0", *extra],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         env=child_env(),

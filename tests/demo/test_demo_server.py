@@ -121,6 +121,15 @@ async def test_other_requests_get_short_errors(server: ServerProcess) -> None:
     assert (await http(server.port, get("/healthz", host)))[0] == 200
 
 
+async def test_head_gets_the_headers_and_no_body(server: ServerProcess) -> None:
+    host = f"127.0.0.1:{server.port}"
+    request = f"HEAD / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    status, headers, body = await http(server.port, request)
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert int(headers["content-length"]) > 1000  # the page's length, announced
+    assert body == b""  # and not sent
+
+
 # -- websocket ---------------------------------------------------------------------------------
 
 
@@ -152,9 +161,12 @@ async def test_bad_messages_get_error_frames_and_the_connection_goes_on(
         bad: list[tuple[Any, str]] = [
             ("not json", "not JSON"),
             ("[1, 2]", "JSON object"),
-            ('{"type": 7}', "JSON object"),
+            ('{"type": 7}', '"type" must be a string'),
+            ({"type": "select", "scenario": []}, "scenario"),
+            ({"type": "select"}, "scenario"),
+            ({"type": "ping", "extra": 1}, "extra"),
             ({"type": "frobnicate"}, "unknown message type"),
-            ({"type": "select", "scenario": "nope"}, "unknown scenario"),
+            ({"type": "select", "scenario": "nope"}, "must be one of esc, kill, truncate"),
             ({"type": "play"}, "select a scenario first"),
             ({"type": "step"}, "select a scenario first"),
             ({"type": "reset"}, "select a scenario first"),
@@ -166,7 +178,7 @@ async def test_bad_messages_get_error_frames_and_the_connection_goes_on(
             assert expected in error["message"], (message, error)
         await send(ws, {"type": "select", "scenario": "esc"})
         await state_where(ws, lambda s: s["ready"])
-        for dwell in ("fast", -1, 1e9, None):
+        for dwell in ("fast", -1, 1e9, True):
             await send(ws, {"type": "play", "dwell": dwell})
             assert "dwell" in (await next_of(ws, "error"))["message"]
         await send(ws, {"type": "ping"})
@@ -276,3 +288,51 @@ async def test_port_in_use_is_a_one_line_error(server: ServerProcess) -> None:
     assert done.returncode == 2
     err = done.stderr.decode()
     assert err.count("\n") == 1 and "cannot listen on 127.0.0.1" in err
+
+
+async def test_every_client_gets_every_reply_under_load(server: ServerProcess) -> None:
+    """Replies go through a bounded queue and are sent without a timeout: none is dropped."""
+    clients, pings = 60, 20
+    pongs = [0] * clients
+
+    async def one(i: int) -> None:
+        async with client(server) as ws:
+            for _ in range(pings):
+                await send(ws, {"type": "ping"})
+            for _ in range(pings):
+                await next_of(ws, "pong")
+                pongs[i] += 1
+
+    async with trio.open_nursery() as nursery:
+        for i in range(clients):
+            nursery.start_soon(one, i)
+    assert pongs == [pings] * clients
+
+
+async def test_a_busy_server_tells_every_refused_client() -> None:
+    async with server_process("--max-runs", "1") as srv, client(srv) as first:
+        await send(first, {"type": "select", "scenario": "esc"})
+        await state_where(first, lambda s: s["ready"])
+        refused = 0
+
+        async def one() -> None:
+            nonlocal refused
+            async with client(srv) as ws:
+                await send(ws, {"type": "select", "scenario": "kill"})
+                error = await next_of(ws, "error")
+                assert error["message"].startswith("server busy")
+                refused += 1
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(40):
+                nursery.start_soon(one)
+        assert refused == 40
+
+
+async def test_an_idle_websocket_is_closed() -> None:
+    async with server_process("--idle-timeout", "0.5") as srv, client(srv) as ws:
+        # Send nothing; the server closes the socket (the close is what is waited for).
+        with trio.fail_after(HANG_GUARD), pytest.raises(trio_websocket.ConnectionClosed) as info:
+            while True:
+                await ws.get_message()
+        assert info.value.reason is not None and info.value.reason.code == 1001

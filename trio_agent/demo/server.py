@@ -1,40 +1,74 @@
 """``trio-agent serve``: the demo page and its websocket on one port.
 
 h11 reads each request first. A plain ``GET /`` gets the page (one self-contained HTML file:
-inline CSS and JS, no external assets). A websocket upgrade on ``/ws`` is handed, with the
-bytes already read, to trio-websocket. Every other request gets a short error response.
+inline CSS and JS, no external assets); ``HEAD`` gets the same headers and no body. A
+websocket upgrade on ``/ws`` is handed, with the bytes already read, to trio-websocket. Every
+other request gets a short error response.
 
 Safety: loopback by default; the ``Host`` header must name this server (DNS rebinding) and a
 websocket's ``Origin`` must be the page's own origin, else 403; a websocket message larger
-than :data:`MAX_MESSAGE` closes the connection with 1009; a malformed or unknown message gets
-an error frame and the connection goes on. Each websocket connection gets its own scenario
-run (own temporary session directory, own worker process); when the connection goes away
-for any reason its run is torn down, which stops its worker and tool processes.
+than :data:`MAX_MESSAGE` closes the connection with 1009. Each websocket connection gets its
+own scenario run (own temporary session directory, own worker process); when the connection
+goes away for any reason its run is torn down, which stops its worker and tool processes.
+
+Robustness (each rule has a regression test in ``tests/demo/test_demo_server.py``):
+
+* Every client frame is structured into an attrs class (:mod:`.messages`, a tagged union on
+  ``"type"``) before anything acts on it; a frame that is not one (not JSON, not an object, an
+  unknown ``type``, a missing, extra or mistyped field) gets an ``error`` frame naming the field
+  and the connection goes on.
+* Whatever fails while serving one connection (a failed handshake, garbage HTTP, a bug in a
+  handler) ends that connection only, with one line on stderr and no traceback; every other
+  client's run goes on. A handler's failure closes its websocket with 1011.
+* Replies are never dropped: they go through a bounded queue per connection
+  (:data:`OUTBOX_SIZE`) and are sent without a timeout; a client that leaves that many replies
+  unread is closed with 1008 and a reason.
+* A websocket that sends nothing for ``idle_timeout`` seconds (:data:`IDLE_TIMEOUT` by default;
+  the page pings well within it) is closed with 1001, so idle sockets cannot pile up.
 
 Client to server (JSON text frames): ``{"type": "select", "scenario": "esc"|"kill"|
 "truncate"}``, ``{"type": "play", "dwell"?: seconds}``, ``{"type": "pause"}``, ``{"type":
 "step"}``, ``{"type": "reset"}``, ``{"type": "ping"}``. Server to client: ``hello`` (the
-scenarios), ``state`` (a full snapshot, sent whenever it changes), ``error`` and ``pong``.
+scenarios), ``state`` (a full snapshot, sent whenever it changes), ``error`` (``message``,
+``field``) and ``pong``. A refused ``select`` when :data:`MAX_RUNS` runs are going is an
+``error`` starting with ``server busy``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import ipaddress
-import math
 import signal
+import sys
 from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 import attrs
 import h11
-import orjson
 import trio
 import trio_websocket
 
 from .engine import DemoError, Driver, open_run
+from .messages import (
+    BadMessage,
+    ClientMessage,
+    Error,
+    Hello,
+    Pause,
+    Ping,
+    Play,
+    Pong,
+    Reset,
+    ScenarioInfo,
+    Select,
+    ServerMessage,
+    State,
+    encode,
+    parse,
+)
 from .scenarios import SCENARIOS
 
 #: Largest websocket message accepted from a browser; larger ones close with 1009.
@@ -48,6 +82,10 @@ MAX_RUNS: Final = 8
 #: Fastest rate at which state snapshots are pushed to one client (seconds between them).
 PUSH_INTERVAL: Final = 0.08
 DEFAULT_DWELL: Final = 2.5
+#: Replies (errors, pongs, state) queued for one client before it counts as too slow.
+OUTBOX_SIZE: Final = 64
+#: Seconds a websocket may send nothing before it is closed (the page pings every 60 s).
+IDLE_TIMEOUT: Final = 300.0
 
 
 def page() -> bytes:
@@ -140,11 +178,20 @@ async def read_head(stream: trio.abc.Stream) -> tuple[h11.Request | None, bytes]
 
 
 async def respond(
-    stream: trio.abc.Stream, status: int, body: bytes, content_type: str = "text/plain"
+    stream: trio.abc.Stream,
+    status: int,
+    body: bytes,
+    content_type: str = "text/plain",
+    *,
+    head: bool = False,
 ) -> None:
+    """One response, then the connection closes. ``head``: the headers a GET would get
+    (``content-length`` included, RFC 9110 §9.3.2) and no body."""
     conn = h11.Connection(h11.SERVER)
-    # h11 must see a request before it will produce a response.
-    conn.receive_data(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    # h11 must see a request before it will produce a response; its method decides whether
+    # h11 lets a body through (none after HEAD).
+    method = b"HEAD" if head else b"GET"
+    conn.receive_data(method + b" / HTTP/1.1\r\nHost: x\r\n\r\n")
     conn.next_event()
     headers = [
         ("content-type", f"{content_type}; charset=utf-8"),
@@ -162,7 +209,9 @@ async def respond(
             )
         )
     data = conn.send(h11.Response(status_code=status, headers=headers))
-    data += conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+    if not head:
+        data += conn.send(h11.Data(data=body))
+    data += conn.send(h11.EndOfMessage())
     await stream.send_all(data)
 
 
@@ -173,24 +222,80 @@ def _header(request: h11.Request, name: bytes) -> str:
     return ""
 
 
+def _peer(stream: trio.abc.Stream) -> str:
+    try:
+        name = stream.socket.getpeername()  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return "?"
+    return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+#: What a client going away looks like from our side: not worth a log line.
+_GONE: Final = (trio.BrokenResourceError, trio.ClosedResourceError, trio_websocket.ConnectionClosed)
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of the first leaf that is not just the client going away."""
+    leaves = _leaves(exc)
+    leaf = next((e for e in leaves if not isinstance(e, _GONE)), leaves[0])
+    text = " ".join(str(leaf).split())
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+@attrs.frozen
+class Close:
+    """How a websocket connection is closed (RFC 6455 code and reason)."""
+
+    code: int
+    reason: str = ""
+
+
+class SlowClient(Exception):
+    """The client left :data:`OUTBOX_SIZE` replies unread; its connection is closed."""
+
+
 class DemoServer:
     """The HTTP + websocket front (see the module docstring)."""
 
-    def __init__(self, host: str, port: int, *, max_runs: int = MAX_RUNS) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        max_runs: int = MAX_RUNS,
+        idle_timeout: float = IDLE_TIMEOUT,
+        err: TextIO | None = None,
+    ) -> None:
         self.origins = Origins(host, port)
         self.runs = trio.CapacityLimiter(max_runs)
+        self.idle_timeout = idle_timeout
         self.page = page()
+        self._err = err if err is not None else sys.stderr
+
+    def log(self, line: str) -> None:
+        """One line on stderr per problem (never a traceback)."""
+        with contextlib.suppress(OSError, ValueError):
+            print(f"trio-agent serve: {line}", file=self._err, flush=True)
 
     async def handle(self, stream: trio.abc.Stream) -> None:
+        """Serve one TCP connection. Whatever goes wrong ends this connection only."""
+        peer = _peer(stream)
         try:
-            await self._handle(stream)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the client went away
+            await self._handle(stream, peer)
+        except Exception as exc:  # a handler's failure must never end the server
+            if not all(isinstance(e, _GONE) for e in _leaves(exc)):
+                self.log(f"connection from {peer} failed: {_one_line(exc)}")
         finally:
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 
-    async def _handle(self, stream: trio.abc.Stream) -> None:
+    async def _handle(self, stream: trio.abc.Stream, peer: str) -> None:
         request, raw, timed_out = None, b"", True
         with trio.move_on_after(HEAD_TIMEOUT):
             request, raw = await read_head(stream)
@@ -198,7 +303,9 @@ class DemoServer:
         if timed_out:
             return  # the head never came
         if request is None:
-            await respond(stream, 400, b"bad request\n")
+            if raw:
+                self.log(f"bad request from {peer}: not HTTP/1.1 ({len(raw)} bytes)")
+                await respond(stream, 400, b"bad request\n")
             return
         host = _header(request, b"host")
         if not self.origins.host_ok(host):
@@ -211,28 +318,38 @@ class DemoServer:
             if not self.origins.origin_ok(origin, host):
                 await respond(stream, 403, b"forbidden: websocket Origin is not this page\n")
                 return
-            await self._websocket(Replay(raw, stream))
+            await self._websocket(Replay(raw, stream), peer)
             return
+        head = request.method == b"HEAD"
         if request.method not in (b"GET", b"HEAD"):
             await respond(stream, 405, b"method not allowed\n")
         elif target in ("/", "/index.html"):
-            await respond(stream, 200, self.page, "text/html")
+            await respond(stream, 200, self.page, "text/html", head=head)
         elif target == "/healthz":
-            await respond(stream, 200, b"ok\n")
+            await respond(stream, 200, b"ok\n", head=head)
         else:
-            await respond(stream, 404, b"not found\n")
+            await respond(stream, 404, b"not found\n", head=head)
 
-    async def _websocket(self, stream: Replay) -> None:
+    async def _websocket(self, stream: Replay, peer: str) -> None:
         async with trio.open_nursery() as nursery:
             request = await trio_websocket.wrap_server_stream(
                 nursery, stream, message_queue_size=4, max_message_size=MAX_MESSAGE
             )
-            conn = await request.accept()
             try:
-                await Client(self, conn).run()
+                conn = await request.accept()
+            except Exception as exc:  # a failed handshake: one line, this connection only
+                self.log(f"websocket handshake with {peer} failed: {_one_line(exc)}")
+                nursery.cancel_scope.cancel()
+                return
+            close = Close(1000)
+            try:
+                close = await Client(self, conn).run()
+            except Exception as exc:  # a handler's failure ends this connection only
+                self.log(f"websocket {peer}: handler failed: {_one_line(exc)}")
+                close = Close(1011, "internal error")
             finally:
                 with trio.move_on_after(2, shield=True):
-                    await conn.aclose()
+                    await conn.aclose(close.code, close.reason)
                 nursery.cancel_scope.cancel()
 
 
@@ -253,96 +370,84 @@ class Client:
         self.conn = conn
         self.current: _Current | None = None
         self.dwell = DEFAULT_DWELL
-        self._outbox_send, self._outbox = trio.open_memory_channel[dict[str, Any]](16)
+        self._outbox_send, self._outbox = trio.open_memory_channel[ServerMessage](OUTBOX_SIZE)
         self._nursery: trio.Nursery | None = None
 
-    async def run(self) -> None:
+    async def run(self) -> Close:
+        """Serve the connection; how to close it (idle, slow, or a normal end)."""
+        close = Close(1000)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._sender)
-                await self._send(
-                    {
-                        "type": "hello",
-                        "scenarios": [
-                            {"name": s.name, "title": s.title, "summary": s.summary}
-                            for s in SCENARIOS.values()
-                        ],
-                    }
+                self.reply(
+                    Hello([ScenarioInfo(s.name, s.title, s.summary) for s in SCENARIOS.values()])
                 )
                 try:
-                    await self._receive()
+                    close = await self._receive()
                 finally:
                     nursery.cancel_scope.cancel()  # tears the run down (bounded, shielded)
         except* trio_websocket.ConnectionClosed:
             pass
+        except* SlowClient:
+            close = Close(1008, f"too slow: {OUTBOX_SIZE} replies left unread")
+        return close
 
-    async def _send(self, message: dict[str, Any]) -> None:
-        await self.conn.send_message(orjson.dumps(message).decode())
+    def reply(self, message: ServerMessage) -> None:
+        """Queue a frame for the sender. The queue, not the send, is bounded: a client that
+        leaves :data:`OUTBOX_SIZE` replies unread is closed (:class:`SlowClient`); no reply is
+        ever dropped while the connection stays open."""
+        try:
+            self._outbox_send.send_nowait(message)
+        except trio.WouldBlock:
+            raise SlowClient from None
 
-    def error(self, message: str) -> None:
-        # A client that floods us with bad messages loses some of its error frames.
-        with contextlib.suppress(trio.WouldBlock):
-            self._outbox_send.send_nowait({"type": "error", "message": message})
+    def error(self, message: str, field: str | None = None) -> None:
+        self.reply(Error(message, field))
 
     # -- receiving ------------------------------------------------------------------------------
 
-    async def _receive(self) -> None:
+    async def _receive(self) -> Close:
+        timeout = self.server.idle_timeout
         while True:
+            frame: str | bytes | None = None
+            with trio.move_on_after(timeout):
+                try:
+                    frame = await self.conn.get_message()
+                except trio_websocket.ConnectionClosed:
+                    return Close(1000)
+            if frame is None:
+                return Close(1001, f"idle: no message for {timeout:g} s")
             try:
-                message = await self.conn.get_message()
-            except trio_websocket.ConnectionClosed:
-                return
-            if isinstance(message, bytes):
-                self.error("binary frames are not accepted; send JSON text")
+                message = parse(frame)
+            except BadMessage as exc:
+                self.error(exc.message, exc.field)
                 continue
-            try:
-                obj = orjson.loads(message)
-            except orjson.JSONDecodeError:
-                self.error("bad message: not JSON")
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-                self.error('bad message: expected a JSON object with a string "type"')
-                continue
-            await self._dispatch(obj)
+            await self._dispatch(message)
 
-    async def _dispatch(self, msg: dict[str, Any]) -> None:
-        kind = msg["type"]
-        if kind == "ping":
-            await self._outbox_send.send({"type": "pong"})
-        elif kind == "select":
-            name = msg.get("scenario")
-            if name not in SCENARIOS:
-                self.error(f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}")
-                return
-            await self._start(name)
-        elif kind == "reset":
+    async def _dispatch(self, message: ClientMessage) -> None:
+        if isinstance(message, Ping):
+            self.reply(Pong())
+        elif isinstance(message, Select):
+            await self._start(message.scenario)
+        elif isinstance(message, Reset):
             if self.current is None:
                 self.error("nothing to reset: select a scenario first")
                 return
             await self._start(self.current.name)
-        elif kind in ("play", "pause", "step"):
+        else:
+            kind = type(message).__name__.lower()
             driver = self.current.driver if self.current is not None else None
             if driver is None:
                 self.error(f"{kind}: select a scenario first")
-                return
-            if kind == "play":
-                dwell = msg.get("dwell", self.dwell)
-                if (
-                    type(dwell) not in (int, float)
-                    or not math.isfinite(dwell)
-                    or not (0 <= dwell <= 30)
-                ):
-                    self.error("play: dwell must be a number of seconds between 0 and 30")
-                    return
-                self.dwell = float(dwell)
+            elif isinstance(message, Play):
+                if message.dwell is not None:
+                    self.dwell = message.dwell
                 driver.play(self.dwell)
-            elif kind == "pause":
+            elif isinstance(message, Pause):
                 driver.pause()
             else:
                 driver.step()
-        else:
-            self.error(f"unknown message type {kind!r}")
 
     # -- the scenario run -------------------------------------------------------------------------
 
@@ -362,7 +467,7 @@ class Client:
                 try:
                     self.server.runs.acquire_on_behalf_of_nowait(current)
                 except trio.WouldBlock:
-                    current.error = "the server is running as many demos as it allows; try later"
+                    current.error = "server busy: as many demos run as it allows; try later"
                     self.error(current.error)
                     return
                 try:
@@ -379,13 +484,23 @@ class Client:
 
     # -- sending --------------------------------------------------------------------------------
 
+    async def _send(self, message: ServerMessage) -> None:
+        await self.conn.send_message(encode(message))
+
     async def _sender(self) -> None:
         last: tuple[int, int] | None = None
+        next_push = trio.current_time()
         while True:
-            with trio.move_on_after(PUSH_INTERVAL):
+            message: ServerMessage | None = None
+            with trio.move_on_at(next_push):
                 message = await self._outbox.receive()
+            if message is not None:
+                # No timeout around the send: a slow client only fills its bounded outbox
+                # (and is closed by reply()); a cancelled send would lose the frame.
                 await self._send(message)
+            if trio.current_time() < next_push:
                 continue
+            next_push = trio.current_time() + PUSH_INTERVAL
             current = self.current
             driver = current.driver if current is not None else None
             if driver is None:
@@ -393,29 +508,42 @@ class Client:
             key = (id(current), driver.run.version)
             if key != last:
                 last = key
-                await self._send({"type": "state", "state": driver.snapshot()})
+                await self._send(State(driver.snapshot()))
 
 
 async def serve(
     host: str,
     port: int,
     *,
+    max_runs: int = MAX_RUNS,
+    idle_timeout: float = IDLE_TIMEOUT,
+    err: TextIO | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; ``task_status.started(port)`` once listening (port 0 = any)."""
     listeners = await trio.open_tcp_listeners(port, host=host)
-    await serve_on(listeners, host, task_status=task_status)
+    await serve_on(
+        listeners,
+        host,
+        max_runs=max_runs,
+        idle_timeout=idle_timeout,
+        err=err,
+        task_status=task_status,
+    )
 
 
 async def serve_on(
     listeners: list[trio.SocketListener],
     host: str,
     *,
+    max_runs: int = MAX_RUNS,
+    idle_timeout: float = IDLE_TIMEOUT,
+    err: TextIO | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve on listeners already bound (so a bind error surfaces before any task starts)."""
     actual = listeners[0].socket.getsockname()[1]
-    server = DemoServer(host, actual)
+    server = DemoServer(host, actual, max_runs=max_runs, idle_timeout=idle_timeout, err=err)
     task_status.started(actual)
     await trio.serve_listeners(server.handle, listeners)
 
@@ -428,7 +556,16 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
-                port = await nursery.start(serve_on, listeners, args.host)
+                port = await nursery.start(
+                    functools.partial(
+                        serve_on,
+                        listeners,
+                        args.host,
+                        max_runs=getattr(args, "max_runs", MAX_RUNS),
+                        idle_timeout=getattr(args, "idle_timeout", IDLE_TIMEOUT),
+                        err=err,
+                    )
+                )
                 shown = f"[{args.host}]" if ":" in args.host else args.host
                 print(f"trio-agent demo: http://{shown}:{port}/  (Ctrl+C to stop)", file=out)
                 out.flush()

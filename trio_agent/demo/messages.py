@@ -1,0 +1,240 @@
+"""The demo websocket's messages: attrs classes, (un)structured by one cattrs converter.
+
+Every frame a client sends is a JSON object whose ``type`` picks one class of
+:data:`CLIENT_MESSAGES` (a tagged union on ``"type"``); every other field is checked against that
+class: a missing field, an extra field or a value of the wrong type or range is refused by
+:func:`parse` with a :class:`BadMessage` naming the field, before any handler sees the message.
+So no value a client can send reaches the server's code untyped.
+
+Every frame the server sends is one of :data:`ServerMessage`, unstructured by the same converter
+with its ``type`` tag (:func:`encode`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final, Literal, get_args
+
+import attrs
+import cattrs
+import orjson
+
+#: The scenario names a ``select`` may carry (the keys of :data:`.scenarios.SCENARIOS`).
+ScenarioName = Literal["esc", "kill", "truncate"]
+#: Longest dwell a ``play`` may ask for, in seconds.
+MAX_DWELL: Final = 30.0
+
+
+class BadMessage(Exception):
+    """A client frame that is not a valid message; ``field`` names the offending field."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+# -- client to server ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Select:
+    """Start (or restart) a scenario run."""
+
+    scenario: ScenarioName
+
+
+@attrs.frozen
+class Play:
+    """Advance by itself, waiting ``dwell`` seconds between steps (absent: keep the last)."""
+
+    dwell: float | None = None
+
+
+@attrs.frozen
+class Pause:
+    pass
+
+
+@attrs.frozen
+class Step:
+    pass
+
+
+@attrs.frozen
+class Reset:
+    pass
+
+
+@attrs.frozen
+class Ping:
+    pass
+
+
+ClientMessage = Select | Play | Pause | Step | Reset | Ping
+
+#: The ``type`` tag of each client message.
+CLIENT_MESSAGES: Final[dict[str, type[ClientMessage]]] = {
+    "select": Select,
+    "play": Play,
+    "pause": Pause,
+    "step": Step,
+    "reset": Reset,
+    "ping": Ping,
+}
+
+
+# -- server to client ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ScenarioInfo:
+    name: str
+    title: str
+    summary: str
+
+
+@attrs.frozen
+class Hello:
+    """The first frame of every connection: the scenarios a client may select."""
+
+    scenarios: list[ScenarioInfo]
+
+
+@attrs.frozen
+class State:
+    """A full snapshot of the client's run (the engine's ``Driver.snapshot()``)."""
+
+    state: dict[str, Any]
+
+
+@attrs.frozen
+class Error:
+    """A refused message or request; ``field`` names the offending field when there is one."""
+
+    message: str
+    field: str | None = None
+
+
+@attrs.frozen
+class Pong:
+    pass
+
+
+ServerMessage = Hello | State | Error | Pong
+
+_SERVER_TAGS: Final[dict[type[Any], str]] = {
+    Hello: "hello",
+    State: "state",
+    Error: "error",
+    Pong: "pong",
+}
+
+
+# -- the converter ---------------------------------------------------------------------------
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    # cattrs' default would accept True and "1.5"; a dwell is a finite number, nothing else.
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return float(value)
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    # cattrs' default calls str() on anything ([] would become "[]").
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook(str, _structure_str)
+    return conv
+
+
+converter: Final = _make_converter()
+
+
+def _describe(exc: BaseException, _type: Any = None) -> str:
+    if isinstance(exc, KeyError):
+        return "is missing"
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return f"unknown field(s): {', '.join(sorted(map(str, exc.extra_fields)))}"
+    if "not in literal" in str(exc):
+        return "must be one of " + ", ".join(get_args(ScenarioName))
+    return str(exc) or type(exc).__name__
+
+
+def _first_error(exc: cattrs.BaseValidationError) -> tuple[str | None, str]:
+    """The first leaf error of a cattrs validation error: ``(field or None, what is wrong)``."""
+    if not isinstance(exc, cattrs.ClassValidationError):
+        return None, _describe(exc)
+    with_notes, without = exc.group_exceptions()
+    for sub, note in with_notes:
+        name = getattr(note, "name", None)
+        if isinstance(sub, cattrs.BaseValidationError):
+            inner, what = _first_error(sub)
+            return (f"{name}.{inner}" if inner else str(name)), what
+        return str(name), _describe(sub)
+    for sub in without:
+        return None, _describe(sub)
+    return None, str(exc)
+
+
+def parse(text: str | bytes) -> ClientMessage:
+    """One client frame -> its message; :class:`BadMessage` (naming the field) if it is not one."""
+    if isinstance(text, bytes):
+        raise BadMessage("bad message: binary frames are not accepted; send JSON text")
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise BadMessage("bad message: not JSON") from None
+    if not isinstance(obj, dict):
+        raise BadMessage(f'bad message: expected a JSON object with a "type", got {_kind(obj)}')
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        if "type" not in obj:
+            raise BadMessage('bad message: "type" is missing', "type")
+        raise BadMessage(f'bad message: "type" must be a string, got {_kind(kind)}', "type")
+    cls = CLIENT_MESSAGES.get(kind)
+    if cls is None:
+        choices = ", ".join(CLIENT_MESSAGES)
+        raise BadMessage(f"unknown message type {kind[:40]!r}; one of {choices}", "type")
+    fields = {k: v for k, v in obj.items() if k != "type"}
+    try:
+        message: ClientMessage = converter.structure(fields, cls)
+    except cattrs.BaseValidationError as exc:
+        field, what = _first_error(exc)
+        if field is None and len(extra := sorted(set(fields) - set(attrs.fields_dict(cls)))):
+            field = extra[0]
+        where = f"{kind}.{field}" if field else kind
+        raise BadMessage(f"bad message: {where}: {what}", field) from None
+    if (
+        isinstance(message, Play)
+        and message.dwell is not None
+        and not 0 <= message.dwell <= MAX_DWELL
+    ):
+        raise BadMessage(
+            f"bad message: play.dwell: must be seconds between 0 and {MAX_DWELL:g}", "dwell"
+        )
+    return message
+
+
+def _kind(value: Any) -> str:
+    return {
+        list: "an array",
+        dict: "an object",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), "null")
+
+
+def encode(message: ServerMessage) -> str:
+    """A server message as the JSON text of one frame: ``{"type": tag, **fields}``."""
+    body: dict[str, Any] = converter.unstructure(message)
+    return orjson.dumps({"type": _SERVER_TAGS[type(message)], **body}).decode()
