@@ -18,6 +18,7 @@ lint: $(STAMP)
 
 test: lint
 	bash scripts/ensure-chromium.sh
+	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m pytest -q -p no:cacheprovider
 
 demo: $(STAMP)

@@ -5,8 +5,11 @@ See spec/persistence.md. :class:`Session` is the in-memory log every layer above
 live sessions; :func:`repair_file` is the same cold-open repair on one file path.
 """
 
+from typing import TYPE_CHECKING
+
 from .errors import (
     CreateFailed,
+    LeaseHeld,
     LiveTurnOpen,
     NotALogFile,
     PendingLimitExceeded,
@@ -14,6 +17,7 @@ from .errors import (
     SessionClosed,
     SessionCorrupt,
     SessionExists,
+    SessionFenced,
     SessionLocked,
     SessionNotFound,
     StoreError,
@@ -33,6 +37,9 @@ from .recovery import (
 from .session import Clock, Observer, Session, Sink, wall_clock_ms
 from .writer import ALWAYS_ADMITTED, DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW
 
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+
 __all__ = [
     "ALWAYS_ADMITTED",
     "DEFAULT_HARD_LIMIT",
@@ -45,11 +52,13 @@ __all__ = [
     "CreateFailed",
     "FileOps",
     "JsonlStore",
+    "LeaseHeld",
     "LiveTurnOpen",
     "NotALogFile",
     "Observer",
     "Orphan",
     "PendingLimitExceeded",
+    "PostgresStore",
     "Reaper",
     "ReentrantAppend",
     "RepairReport",
@@ -57,6 +66,7 @@ __all__ = [
     "SessionClosed",
     "SessionCorrupt",
     "SessionExists",
+    "SessionFenced",
     "SessionLocked",
     "SessionNotFound",
     "Sink",
@@ -68,3 +78,13 @@ __all__ = [
     "repair_file",
     "wall_clock_ms",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PostgresStore imports psycopg: only when it is asked for, so the file store and the file
+    # commands never load the database driver.
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -200,3 +200,43 @@ class WriteFailed(StoreError, OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+class LeaseHeld(SessionLocked):
+    """A database session is live: another writer holds a current lease on it.
+
+    A :class:`SessionLocked` (so callers need no new ``except``) that names the lease's
+    owner and when it expires (spec/persistence.md §Leases and fencing).
+    """
+
+    def __init__(self, session_id: str, owner: str | None, expires: str | None) -> None:
+        StoreError.__init__(
+            self,
+            f"session {session_id!r} is live (leased by {owner or 'an unknown owner'} until "
+            f"{expires or 'an unknown time'}); it cannot be opened or repaired until that "
+            "writer closes or its lease expires",
+        )
+        self.session_id = session_id
+        self.pid = None
+        self.here = False
+        self.owner = owner
+        self.expires = expires
+
+
+class SessionFenced(StoreError):
+    """This writer lost its lease: another owner took the session over; nothing more is written.
+
+    Raised by ``flush`` (and ``wait_writable``, ``aclose``) of a database session whose lease
+    token is no longer the current one (spec/persistence.md §Leases and fencing).
+    """
+
+    def __init__(self, session_id: str, owner: str | None, token: int | None) -> None:
+        by = owner or "another owner"
+        at = "" if token is None else f" (lease token {token})"
+        super().__init__(
+            f"session {session_id!r}: this writer's lease was taken over by {by}{at}; "
+            "nothing more is written by this writer"
+        )
+        self.session_id = session_id
+        self.owner = owner
+        self.token = token

@@ -178,7 +178,11 @@ class Writer:
                 if self._on_close is not None:
                     self._on_close()
             finally:
-                os.close(self._fd)  # releases the flock: the session is cold from here on
+                self._release()
+
+    def _release(self) -> None:
+        """Give up what makes the session live (here: close the fd, which drops the flock)."""
+        os.close(self._fd)  # releases the flock: the session is cold from here on
 
     # -- the writer task ------------------------------------------------------------------------
 

@@ -1,0 +1,770 @@
+"""``PostgresStore``: sessions as rows of a PostgreSQL database (spec/persistence.md §10).
+
+Same contract as :class:`~trio_agent.store.JsonlStore`, same :class:`Session` (log core,
+checker, observers, write-behind batching and flush semantics); only the sink and liveness
+differ. The header is a row of ``trio_agent_session``, events are rows
+``(session_id, seq, line)`` of ``trio_agent_event`` (``line`` holds the exact bytes a JSONL
+file would, without the newline), and a writer batch is one transaction.
+
+Liveness is a **lease** instead of a ``flock``: the session row carries ``owner``,
+``expires`` (database clock) and a fencing ``token`` that grows on every takeover. A live
+writer renews its lease from a task in the store's nursery; every batch and every renewal is
+conditional on the token in the same transaction, so a writer that lost its lease (paused past
+its expiry while another process took over) writes nothing more and gets
+:class:`~trio_agent.store.SessionFenced`.
+
+The driver is psycopg 3, blocking, run in worker threads (``trio.to_thread.run_sync``) the way
+the JSONL writer runs its file I/O; each live session has its own connection, guarded by a lock
+so the writer's batches and the renewals never interleave inside one transaction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import psycopg
+import trio
+
+from ..log.codec import decode_header, encode_event, encode_header
+from ..log.errors import HeaderError
+from ..log.events import Event, Header
+from .errors import (
+    LeaseHeld,
+    LiveTurnOpen,
+    SessionCorrupt,
+    SessionExists,
+    SessionFenced,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+    WriteFailed,
+)
+from .fileops import FileOps
+from .recovery import (
+    DEFAULT_REAPER,
+    ReaperArg,
+    Scan,
+    closers_after,
+    orphans_of,
+    resolve_reaper,
+    scan_log,
+)
+from .session import Clock, Session, wall_clock_ms
+from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
+
+__all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore"]
+
+_log = logging.getLogger("trio_agent.store")
+
+#: Default lease length in seconds (spec/persistence.md §10.2): how long a dead writer's
+#: session stays locked before another process may take it over.
+DEFAULT_LEASE: Final = 15.0
+#: The lease is renewed this many times per lease length.
+RENEWALS_PER_LEASE: Final = 3
+#: Seconds a connection attempt may take before the attempt counts as failed.
+CONNECT_TIMEOUT: Final = 10
+
+#: The tables, created on first use (under an advisory lock: concurrent ``CREATE TABLE IF
+#: NOT EXISTS`` of the same table can fail in PostgreSQL).
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS trio_agent_session (
+    session_id text PRIMARY KEY,
+    header bytea NOT NULL,
+    owner text,
+    token bigint NOT NULL,
+    expires timestamptz
+);
+CREATE TABLE IF NOT EXISTS trio_agent_event (
+    session_id text NOT NULL REFERENCES trio_agent_session (session_id) ON DELETE CASCADE,
+    seq bigint NOT NULL CHECK (seq >= 0),
+    line bytea NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+_SCHEMA_LOCK: Final = 0x7472696F6167  # "trioag": the advisory lock serializing SCHEMA
+
+_T = TypeVar("_T")
+
+#: Sessions live in this process, by (dsn, id).
+_LIVE: dict[tuple[str, str], Session] = {}
+
+
+def default_owner() -> str:
+    """``host:pid:random``: unique per store instance, readable in a ``SessionLocked``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def _fmt_time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="milliseconds")
+
+
+class _Fenced(OSError):
+    """Internal: carries a :class:`SessionFenced` through the writer's failure path."""
+
+    def __init__(self, error: SessionFenced) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _unavailable(exc: BaseException) -> ConnectionError:
+    """A database failure as the ``OSError`` the writer retries (one line, no DSN)."""
+    text = str(exc).strip().splitlines()
+    return ConnectionError(f"database: {text[0] if text else type(exc).__name__}")
+
+
+class _Conn:
+    """One psycopg connection, reconnected on demand, used by one thread at a time."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn: psycopg.Connection[Any] | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> psycopg.Connection[Any]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._conn = None
+            conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+            self._conn = conn
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A transaction on this connection; database failures become ``ConnectionError``."""
+        with self.lock:
+            try:
+                conn = self.get()
+                with conn.transaction(), conn.cursor() as cur:
+                    yield cur
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                self.close_now()
+                raise _unavailable(exc) from exc
+
+    def close_now(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _fence(cur: psycopg.Cursor[Any], session_id: str, token: int) -> None:
+    """Hold the session row (``FOR SHARE``) if ``token`` is still current, else raise.
+
+    The row lock lasts until the transaction ends, so a takeover (an ``UPDATE`` of that row)
+    is ordered entirely before or entirely after this writer's transaction.
+    """
+    cur.execute(
+        "SELECT owner, token FROM trio_agent_session WHERE session_id = %s FOR SHARE",
+        (session_id,),
+    )
+    row = cur.fetchone()
+    if row is None or row[1] != token:
+        owner = None if row is None else row[0]
+        raise _Fenced(SessionFenced(session_id, owner, None if row is None else row[1]))
+
+
+class PgWriter(Writer):
+    """The write-behind writer of a database session: same batching, rows instead of bytes.
+
+    A batch becomes one transaction: fence on the lease token, insert every line with its seq.
+    A failed attempt (connection lost, server restarted) is retried like a failed ``write``;
+    if the failed attempt had in fact committed (its acknowledgement was lost), the retry finds
+    its rows, checks they are the same bytes and inserts only the rest, so nothing is lost or
+    duplicated.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        conn: _Conn,
+        token: int,
+        next_seq: int,
+        *,
+        window: float,
+        soft_limit: int,
+        hard_limit: int,
+        on_close: Callable[[], None],
+    ) -> None:
+        super().__init__(
+            session_id,
+            -1,
+            0,
+            ops=FileOps(),
+            window=window,
+            soft_limit=soft_limit,
+            hard_limit=hard_limit,
+            on_close=on_close,
+        )
+        self._conn = conn
+        self._token = token
+        self._next_seq = next_seq
+        self._uncertain = False  # the last attempt failed: it may have committed
+        self.fenced: SessionFenced | None = None
+
+    @property
+    def token(self) -> int:
+        return self._token
+
+    def fence(self, error: SessionFenced) -> None:
+        """Mark this writer as fenced: no further attempt touches the database."""
+        if self.fenced is None:
+            self.fenced = error
+            _log.error("%s", error)
+
+    def submit(self, line: bytes) -> None:
+        if self.fenced is not None:
+            return  # recorded in memory only; a fenced writer writes nothing more
+        super().submit(line)
+
+    async def flush(self) -> None:
+        if self.fenced is not None:
+            await trio.lowlevel.checkpoint()
+            raise self.fenced
+        try:
+            await super().flush()
+        except WriteFailed as exc:
+            if isinstance(exc.__cause__, _Fenced):
+                raise exc.__cause__.error from None
+            raise
+
+    async def wait_writable(self) -> None:
+        if self.fenced is not None:
+            await trio.lowlevel.checkpoint()
+            raise self.fenced
+        try:
+            await super().wait_writable()
+        except WriteFailed as exc:
+            if isinstance(exc.__cause__, _Fenced):
+                raise exc.__cause__.error from None
+            raise
+
+    def _write_blocking(self, data: bytes) -> None:
+        """One batch attempt, in a worker thread: one fenced transaction."""
+        if self.fenced is not None:
+            raise _Fenced(self.fenced)
+        lines = data[:-1].split(b"\n")
+        first = self._next_seq
+        try:
+            with self._conn.transaction() as cur:
+                _fence(cur, self._id, self._token)
+                start = 0
+                if self._uncertain:
+                    start = _already_written(cur, self._id, first, lines)
+                if start < len(lines):
+                    seqs = list(range(first + start, first + len(lines)))
+                    cur.execute(
+                        "INSERT INTO trio_agent_event (session_id, seq, line) "
+                        "SELECT %s, s, l FROM unnest(%s::bigint[], %s::bytea[]) AS t(s, l)",
+                        (self._id, seqs, lines[start:]),
+                    )
+        except _Fenced as exc:
+            self.fence(exc.error)
+            raise
+        except OSError:
+            self._uncertain = True
+            raise
+        except psycopg.Error as exc:  # e.g. a constraint: report it, keep the batch queued
+            self._uncertain = True
+            raise _unavailable(exc) from exc
+        self._uncertain = False
+        self._next_seq += len(lines)
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self._release_lease)
+
+    def _release(self) -> None:
+        """Nothing to close synchronously: :meth:`aclose` releases the lease in a thread."""
+
+    def _release_lease(self) -> None:
+        """Give the lease up (the session is cold at once), unless it was lost; close."""
+        try:
+            if self.fenced is None:
+                with self._conn.transaction() as cur:
+                    cur.execute(
+                        "UPDATE trio_agent_session SET owner = NULL, expires = NULL "
+                        "WHERE session_id = %s AND token = %s",
+                        (self._id, self._token),
+                    )
+        except OSError as exc:  # the lease then simply expires
+            _log.warning("session %r: releasing the lease failed (%s)", self._id, exc)
+        finally:
+            with self._conn.lock:
+                self._conn.close_now()
+
+    def renew_blocking(self, lease: float) -> None:
+        """Extend the lease to ``lease`` seconds from now (database clock), if still ours."""
+        with self._conn.transaction() as cur:
+            cur.execute(
+                "UPDATE trio_agent_session "
+                "SET expires = clock_timestamp() + make_interval(secs => %s) "
+                "WHERE session_id = %s AND token = %s RETURNING token",
+                (lease, self._id, self._token),
+            )
+            if cur.fetchone() is None:
+                cur.execute(
+                    "SELECT owner, token FROM trio_agent_session WHERE session_id = %s",
+                    (self._id,),
+                )
+                row = cur.fetchone()
+                raise _Fenced(
+                    SessionFenced(
+                        self._id, None if row is None else row[0], None if row is None else row[1]
+                    )
+                )
+
+
+def _already_written(
+    cur: psycopg.Cursor[Any], session_id: str, first: int, lines: list[bytes]
+) -> int:
+    """After an uncertain attempt: how many of ``lines`` are already rows (same bytes)."""
+    cur.execute(
+        "SELECT seq, line FROM trio_agent_event WHERE session_id = %s AND seq >= %s ORDER BY seq",
+        (session_id, first),
+    )
+    rows = cur.fetchall()
+    for i, (seq, line) in enumerate(rows):
+        if seq != first + i or i >= len(lines) or bytes(line) != lines[i]:
+            raise ConnectionError(
+                f"session {session_id!r}: the rows from seq {first} are not this writer's batch"
+            )
+    return len(rows)
+
+
+class PostgresStore:
+    """Sessions stored in a PostgreSQL database, with leases and fencing tokens.
+
+    Use it as an async context manager, like :class:`~trio_agent.store.JsonlStore`::
+
+        async with PostgresStore("host=/run/pg dbname=agents") as store:
+            session = await store.create("s1")   # or: await store.open("s1")
+
+    ``dsn`` is any libpq connection string or URI. ``lease`` is the lease length in seconds
+    (renewed every ``lease / 3``); ``owner`` names this store's writers in ``SessionLocked``
+    and ``SessionFenced`` messages (default ``host:pid:random``). ``clock``, ``window``,
+    ``soft_limit``, ``hard_limit`` and ``reap_orphans`` are as for ``JsonlStore``.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        lease: float = DEFAULT_LEASE,
+        owner: str | None = None,
+        clock: Clock | None = None,
+        window: float = DEFAULT_WINDOW,
+        soft_limit: int = DEFAULT_SOFT_LIMIT,
+        hard_limit: int = DEFAULT_HARD_LIMIT,
+        reap_orphans: ReaperArg = DEFAULT_REAPER,
+    ) -> None:
+        if not lease > 0:
+            raise ValueError("the lease must be > 0 seconds")
+        if window < 0:
+            raise ValueError("the batching window must be >= 0 seconds")
+        if not 0 < soft_limit <= hard_limit:
+            raise ValueError("need 0 < soft_limit <= hard_limit")
+        self.dsn = dsn
+        self.lease = float(lease)
+        self.owner = owner if owner is not None else default_owner()
+        self._clock: Clock = clock if clock is not None else wall_clock_ms
+        self._window = window
+        self._soft = soft_limit
+        self._hard = hard_limit
+        self._reaper = reap_orphans
+        self._nursery: trio.Nursery | None = None
+        self._nursery_cm: contextlib.AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._sessions: set[Session] = set()
+        self._exited = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> PostgresStore:
+        if self._nursery_cm is not None or self._exited:
+            raise StoreError("a PostgresStore can be entered only once")
+        await self._run(self._schema_blocking)
+        self._nursery_cm = trio.open_nursery()
+        self._nursery = await self._nursery_cm.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        assert self._nursery_cm is not None
+        first: BaseException | None = None
+        try:
+            with trio.CancelScope(shield=True):
+                for session in list(self._sessions):
+                    try:
+                        await session.aclose()
+                    except Exception as close_exc:
+                        _log.error("session %r: closing failed: %s", session.id, close_exc)
+                        first = first or close_exc
+        finally:
+            self._exited = True
+            self._nursery = None
+            try:
+                await self._nursery_cm.__aexit__(exc_type, exc, tb)
+            except BaseExceptionGroup as group:
+                if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
+                    return False
+                raise
+        if first is not None and exc is None:
+            raise first
+        return False
+
+    def _require_open(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise StoreError("the store is not open: use `async with PostgresStore(dsn) as store`")
+        return self._nursery
+
+    # -- database plumbing ----------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+
+    async def _run(self, fn: Callable[[psycopg.Cursor[Any]], _T]) -> _T:
+        """``fn(cursor)`` in one transaction on a short-lived connection, in a worker thread.
+
+        A database that cannot be reached, or that fails the statement, is one-line
+        :class:`StoreError` naming the failure (never a traceback, never the DSN's password).
+        """
+
+        def blocking() -> _T:
+            try:
+                with self._connect() as conn, conn.transaction(), conn.cursor() as cur:
+                    return fn(cur)
+            except psycopg.Error as exc:
+                raise StoreError(str(_unavailable(exc))) from exc
+
+        return await trio.to_thread.run_sync(blocking)
+
+    @staticmethod
+    def _schema_blocking(cur: psycopg.Cursor[Any]) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        cur.execute(SCHEMA)
+
+    def _where(self, session_id: str) -> str:
+        return f"postgres:{session_id}"
+
+    # -- create / open --------------------------------------------------------------------------
+
+    async def create(self, session_id: str) -> Session:
+        """A new live session: its header row is committed with this store's lease."""
+        nursery = self._require_open()
+        if not session_id:
+            raise ValueError("the session id must not be empty")
+        if (self.dsn, session_id) in _LIVE:
+            raise SessionExists(session_id)
+        header = Header(id=session_id, created_at=self._clock())
+        line = encode_header(header)[:-1]
+        conn = _Conn(self.dsn)
+
+        def blocking() -> int:
+            try:
+                with conn.transaction() as cur:
+                    cur.execute(
+                        "INSERT INTO trio_agent_session (session_id, header, owner, token, expires)"
+                        " VALUES (%s, %s, %s, 1, clock_timestamp() + make_interval(secs => %s))"
+                        " ON CONFLICT (session_id) DO NOTHING RETURNING token",
+                        (session_id, line, self.owner, self.lease),
+                    )
+                    row = cur.fetchone()
+            except OSError as exc:
+                raise StoreError(f"session {session_id!r}: create failed ({exc})") from exc
+            if row is None:
+                raise SessionExists(session_id)
+            return int(row[0])
+
+        try:
+            token = await trio.to_thread.run_sync(blocking)
+        except BaseException:
+            conn.close_now()
+            raise
+        return await self._go_live(nursery, session_id, conn, token, None)
+
+    async def open(self, session_id: str, *, reap_orphans: ReaperArg = DEFAULT_REAPER) -> Session:
+        """Take the lease over (if it is free or expired), repair, return the session live.
+
+        Exactly one of several racing openers wins the lease; the others get
+        :class:`SessionLocked` (a :class:`~trio_agent.store.LeaseHeld` naming the owner and
+        expiry). Only the winner repairs, in one transaction fenced by its new token.
+        """
+        nursery = self._require_open()
+        if (self.dsn, session_id) in _LIVE:
+            raise SessionLocked(session_id, os.getpid(), here=True)
+        reaper = resolve_reaper(self._reaper if reap_orphans is DEFAULT_REAPER else reap_orphans)
+        conn = _Conn(self.dsn)
+        try:
+            token = await trio.to_thread.run_sync(self._take_lease, conn, session_id)
+            scan = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
+            stopped: dict[str, str] = {}
+            if reaper is not None:
+                orphans = orphans_of(scan.events, scan.checker)
+                if orphans:
+                    stopped = dict(await reaper(orphans))
+            closers = closers_after(scan, stopped)
+            if closers:
+                await trio.to_thread.run_sync(
+                    self._write_closers, conn, session_id, token, len(scan.events), closers
+                )
+                scan.checker.feed_all(closers)
+                scan.events.extend(closers)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(conn.close_now)
+            raise
+        return await self._go_live(nursery, session_id, conn, token, scan)
+
+    def _take_lease(self, conn: _Conn, session_id: str) -> int:
+        """The atomic takeover: one ``UPDATE`` whose condition is "free or expired".
+
+        Concurrent openers queue on the row lock; under READ COMMITTED each loser re-checks
+        the condition against the winner's committed row, finds a current lease and updates
+        nothing. The token grows by one on every takeover.
+        """
+        try:
+            with conn.transaction() as cur:
+                cur.execute(
+                    "UPDATE trio_agent_session SET owner = %s, token = token + 1, "
+                    "expires = clock_timestamp() + make_interval(secs => %s) "
+                    "WHERE session_id = %s AND (expires IS NULL OR expires <= clock_timestamp()) "
+                    "RETURNING token",
+                    (self.owner, self.lease, session_id),
+                )
+                row = cur.fetchone()
+                if row is not None:
+                    return int(row[0])
+                cur.execute(
+                    "SELECT owner, expires FROM trio_agent_session WHERE session_id = %s",
+                    (session_id,),
+                )
+                held = cur.fetchone()
+        except OSError as exc:
+            raise StoreError(f"session {session_id!r}: open failed ({exc})") from exc
+        if held is None:
+            raise SessionNotFound(session_id)
+        raise LeaseHeld(session_id, held[0], _fmt_time(held[1]))
+
+    def _read_scan(self, conn: _Conn, session_id: str) -> Scan:
+        try:
+            with conn.transaction() as cur:
+                data = _read_log(cur, session_id, self._where(session_id))
+        except OSError as exc:
+            raise StoreError(f"session {session_id!r}: read failed ({exc})") from exc
+        if data is None:
+            raise SessionNotFound(session_id)
+        return _scan_rows(data, self._where(session_id), session_id)
+
+    def _write_closers(
+        self, conn: _Conn, session_id: str, token: int, keep: int, closers: list[Event]
+    ) -> None:
+        """One fenced transaction: drop rows past the valid prefix, insert the closers."""
+        lines = [encode_event(e)[:-1] for e in closers]
+        try:
+            with conn.transaction() as cur:
+                _fence(cur, session_id, token)
+                cur.execute(
+                    "DELETE FROM trio_agent_event WHERE session_id = %s AND seq >= %s",
+                    (session_id, keep),
+                )
+                cur.execute(
+                    "INSERT INTO trio_agent_event (session_id, seq, line) "
+                    "SELECT %s, s, l FROM unnest(%s::bigint[], %s::bytea[]) AS t(s, l)",
+                    (session_id, list(range(keep, keep + len(lines))), lines),
+                )
+        except _Fenced as exc:
+            raise exc.error from None
+        except OSError as exc:
+            raise WriteFailed(session_id, exc, len(closers)) from exc
+
+    async def _go_live(
+        self,
+        nursery: trio.Nursery,
+        session_id: str,
+        conn: _Conn,
+        token: int,
+        scan: Scan | None,
+    ) -> Session:
+        key = (self.dsn, session_id)
+        session: Session | None = None
+        renew_scope = trio.CancelScope()
+
+        def on_close() -> None:
+            renew_scope.cancel()
+            if _LIVE.get(key) is session:
+                del _LIVE[key]
+            self._sessions.discard(session)
+
+        writer = PgWriter(
+            session_id,
+            conn,
+            token,
+            0 if scan is None else len(scan.events),
+            window=self._window,
+            soft_limit=self._soft,
+            hard_limit=self._hard,
+            on_close=on_close,
+        )
+        if scan is None:
+            session = Session(session_id, sink=writer, clock=self._clock)
+        else:
+            session = Session(
+                session_id,
+                sink=writer,
+                clock=self._clock,
+                events=scan.events,
+                checker=scan.checker,
+            )
+        _LIVE[key] = session
+        self._sessions.add(session)
+        try:
+            await nursery.start(writer.run)
+        except BaseException:
+            on_close()
+            conn.close_now()
+            raise
+        nursery.start_soon(self._renew_loop, writer, renew_scope)
+        return session
+
+    async def _renew_loop(self, writer: PgWriter, scope: trio.CancelScope) -> None:
+        """Renew the lease every ``lease / 3`` seconds until the session closes or is fenced.
+
+        A failed renewal (database unreachable) is logged and tried again at the next tick;
+        the lease survives up to two missed renewals.
+        """
+        interval = self.lease / RENEWALS_PER_LEASE
+        with scope:
+            while writer.fenced is None:
+                await trio.sleep(interval)
+                try:
+                    await trio.to_thread.run_sync(writer.renew_blocking, self.lease)
+                except _Fenced as exc:
+                    writer.fence(exc.error)
+                except OSError as exc:
+                    _log.warning("session %r: lease renewal failed (%s)", writer._id, exc)
+
+    # -- read-only ------------------------------------------------------------------------------
+
+    def live(self, session_id: str) -> Session | None:
+        """The session if it is live in this process (through any store on this DSN)."""
+        return _LIVE.get((self.dsn, session_id))
+
+    async def _read_cold(self, session_id: str) -> tuple[Scan, bool]:
+        where = self._where(session_id)
+
+        def fn(cur: psycopg.Cursor[Any]) -> tuple[bytes | None, bool]:
+            cur.execute(
+                "SELECT expires IS NOT NULL AND expires > clock_timestamp() "
+                "FROM trio_agent_session WHERE session_id = %s",
+                (session_id,),
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None, False
+            return _read_log(cur, session_id, where), bool(row[0])
+
+        data, live = await self._run(fn)
+        if data is None:
+            raise SessionNotFound(session_id)
+        return _scan_rows(data, where, session_id), live
+
+    async def inspect(self, session_id: str) -> builtins.list[Event]:
+        """As ``JsonlStore.inspect``: live (a current lease) as is, cold with closers in memory."""
+        live = self.live(session_id)
+        if live is not None:
+            await trio.lowlevel.checkpoint()
+            return builtins.list(live.events)
+        scan, live_elsewhere = await self._read_cold(session_id)
+        if live_elsewhere:
+            return scan.events
+        return scan.events + closers_after(scan)
+
+    async def load(self, session_id: str) -> builtins.list[Event]:
+        """As ``JsonlStore.load``: a balanced snapshot or :class:`LiveTurnOpen`."""
+        live = self.live(session_id)
+        if live is not None:
+            await live.flush()
+            if live.open_turn is not None:
+                raise LiveTurnOpen(session_id, live.open_turn)
+            return builtins.list(live.events)
+        scan, live_elsewhere = await self._read_cold(session_id)
+        if live_elsewhere:
+            if scan.checker.open_turn is not None:
+                raise LiveTurnOpen(session_id, scan.checker.open_turn)
+            return scan.events
+        return scan.events + closers_after(scan)
+
+    async def list(self) -> builtins.list[str]:
+        """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.list``)."""
+
+        def fn(cur: psycopg.Cursor[Any]) -> builtins.list[str]:
+            cur.execute("SELECT session_id, header FROM trio_agent_session")
+            ids = []
+            for sid, header in cur.fetchall():
+                with contextlib.suppress(HeaderError):
+                    if decode_header(bytes(header)).id == sid:
+                        ids.append(str(sid))
+            return ids
+
+        return sorted(await self._run(fn))
+
+    async def lease_of(self, session_id: str) -> tuple[str | None, int, bool] | None:
+        """``(owner, token, current)`` of a session's lease, or ``None`` if it is not stored."""
+
+        def fn(cur: psycopg.Cursor[Any]) -> tuple[str | None, int, bool] | None:
+            cur.execute(
+                "SELECT owner, token, expires IS NOT NULL AND expires > clock_timestamp() "
+                "FROM trio_agent_session WHERE session_id = %s",
+                (session_id,),
+            )
+            row = cur.fetchone()
+            return None if row is None else (row[0], int(row[1]), bool(row[2]))
+
+        return await self._run(fn)
+
+
+def _read_log(cur: psycopg.Cursor[Any], session_id: str, where: str) -> bytes | None:
+    """The session as the bytes of a JSONL log (header line, then every event line)."""
+    cur.execute("SELECT header FROM trio_agent_session WHERE session_id = %s", (session_id,))
+    row = cur.fetchone()
+    if row is None:
+        return None
+    parts = [bytes(row[0]), b"\n"]
+    cur.execute(
+        "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (session_id,)
+    )
+    for i, (seq, line) in enumerate(cur):
+        if seq != i:  # a gap: rows were deleted behind the store's back
+            raise SessionCorrupt(where, None, i, None, f"row seq {seq} follows seq {i - 1}")
+        parts.append(bytes(line))
+        parts.append(b"\n")
+    return b"".join(parts)
+
+
+def _scan_rows(data: bytes, where: str, session_id: str) -> Scan:
+    """Classify the rows exactly as a log file (spec/recovery.md §Torn tail and corruption).
+
+    Rows are whole transactions, so a torn line cannot happen; bad rows after the last
+    committed ``turn/end`` are a dropped tail (deleted by the winner's repair), bad rows at
+    or before it are :class:`SessionCorrupt` and nothing is changed.
+    """
+    return scan_log(data, where, session_id)
