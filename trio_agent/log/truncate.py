@@ -20,8 +20,7 @@ from .events import Event
 class TruncateReport:
     """What truncating the open turn throws away."""
 
-    #: The events that survive: everything before the open turn's ``turn/start``. Empty when
-    #: the report comes from a streamed reading (:class:`TruncateFold`), which only counts them.
+    #: The events that survive: everything before the open turn's ``turn/start``.
     kept: Sequence[Event]
     #: The events thrown away, in log order.
     dropped: Sequence[Event]
@@ -42,13 +41,11 @@ class TruncateReport:
     reclaimed_messages: int
     #: Messages queued while the dropped turn ran: the truncated log forgets they were sent.
     forgotten_messages: int
-    #: How many events survive (``len(kept)`` when ``kept`` is filled in).
-    kept_count: int
 
     def to_json(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
-            "keptEvents": self.kept_count,
+            "keptEvents": len(self.kept),
             "droppedEvents": len(self.dropped),
             "droppedByType": dict(self.dropped_by_type),
             "streamedChars": self.streamed_chars,
@@ -74,45 +71,8 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
             start = index
             break
     if start is None:
-        return _report(events, len(events), [])
-    return _report(events[:start], start, events[start:])
-
-
-class TruncateFold:
-    """:func:`truncate_open_turn` over a stream: :meth:`feed` events, then :meth:`report`.
-
-    It holds only the events of the turn that is open at the moment (the candidates for
-    dropping) and a count of the rest, so a long log is accounted for in the memory of its
-    last turn.
-    """
-
-    __slots__ = ("_kept", "_open")
-
-    def __init__(self) -> None:
-        self._kept = 0
-        self._open: list[Event] = []  # from the open turn's turn/start on; empty between turns
-
-    def feed(self, event: Event) -> None:
-        kind = event.type
-        if kind == "turn/start":
-            self._kept += len(self._open)  # only reached on a log that breaks I2
-            self._open = [event]
-        elif self._open:
-            if kind == "turn/end":
-                self._kept += len(self._open) + 1
-                self._open = []
-            else:
-                self._open.append(event)
-        else:
-            self._kept += 1
-
-    def report(self) -> TruncateReport:
-        return _report((), self._kept, self._open)
-
-
-def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) -> TruncateReport:
-    if not dropped:
-        return TruncateReport(kept, [], None, {}, 0, 0, [], [], 0, 0, kept_count)
+        return TruncateReport(events, [], None, {}, 0, 0, [], [], 0, 0)
+    dropped = events[start:]
     streamed = output = reclaimed = forgotten = 0
     dispatched: list[str] = []
     results: list[str] = []
@@ -131,7 +91,7 @@ def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) ->
             if "outcome" not in data:
                 reclaimed += data.get("removedCount", 0)
     return TruncateReport(
-        kept=kept,
+        kept=events[:start],
         dropped=dropped,
         turn=dropped[0].data["turn"],
         dropped_by_type=dict(Counter(e.type for e in dropped)),
@@ -141,5 +101,4 @@ def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) ->
         lost_results=results,
         reclaimed_messages=reclaimed,
         forgotten_messages=forgotten,
-        kept_count=kept_count,
     )
