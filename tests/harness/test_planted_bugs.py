@@ -32,8 +32,9 @@ SHRINK_SECONDS = math.inf
 def test_the_machine_finds_and_shrinks_a_planted_bug(
     bug: Bug, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if hasattr(hypothesis_engine, "MAX_SHRINKING_SECONDS"):
-        monkeypatch.setattr(hypothesis_engine, "MAX_SHRINKING_SECONDS", SHRINK_SECONDS)
+    # raising=True: if a Hypothesis upgrade renames the limit, fail here rather than
+    # silently shrink under a wall-clock limit again.
+    monkeypatch.setattr(hypothesis_engine, "MAX_SHRINKING_SECONDS", SHRINK_SECONDS, raising=True)
     bug.plant(monkeypatch)
     machine = machine_for(InProcessAdapter, profile=f"planted: {bug.name}")
     with pytest.raises(AssertionError) as failure:

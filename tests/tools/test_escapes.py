@@ -11,19 +11,15 @@ under test.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import trio
-from tools_testlib import LineReader, Recorder, until
+from tools_testlib import REPO_ROOT, Recorder, runtime_killed_mid_tool, until
 
 import trio_agent.tools.procgroup as procgroup
 from trio_agent.tools.procgroup import MARKER_VAR, identity_marker, reap_orphan_group, run_group
-
-REPO_ROOT = Path(procgroup.__file__).resolve().parents[2]
 
 DAEMON = (
     "import os, time\n"
@@ -99,42 +95,18 @@ async def test_cancel_stops_every_escapee(kinds: list[str]) -> None:
     assert carrying(markers[0]) == []
 
 
-#: A stand-in for the agent runtime: runs the tool through run_group and reports the group
-#: the way ``tool/spawned`` would record it.
-RUNTIME = """
-import sys
-import trio
-from trio_agent.tools.procgroup import run_group
-
-def spawned(pgid, identity):
-    print(pgid, identity, flush=True)
-
-async def main():
-    await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
-
-trio.run(main)
-"""
-
-
 @pytest.mark.parametrize("kinds", KINDS, ids=IDS)
 async def test_kill_9_then_recovery_stops_every_escapee(kinds: list[str]) -> None:
     script, expected = _script(kinds)
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    runtime = await trio.lowlevel.open_process(
-        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=env
-    )
-    assert runtime.stdout is not None
-    try:
-        pgid_text, identity = (await LineReader(runtime.stdout).line()).split()
-        marker = identity_marker(identity)
-        assert marker is not None
-        await until(lambda: len(carrying(marker)) >= expected)
-    finally:
-        os.kill(runtime.pid, signal.SIGKILL)
-        assert await runtime.wait() == -signal.SIGKILL
-        await runtime.stdout.aclose()
+
+    def started(_: int, identity: str) -> bool:
+        return len(carrying(identity_marker(identity) or "-")) >= expected
+
+    pgid, identity, _ = await runtime_killed_mid_tool(script, started)
+    marker = identity_marker(identity)
+    assert marker is not None
     assert len(carrying(marker)) >= expected  # the runtime is dead; its tree lives on
-    outcome = await reap_orphan_group(int(pgid_text), identity, grace=0.2)
+    outcome = await reap_orphan_group(pgid, identity, grace=0.2)
     assert outcome.status == "stopped"
     assert carrying(marker) == []
 

@@ -11,13 +11,21 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import trio
-from tools_testlib import PONG_CHILD, LineReader, alive, ping, ppid, until, wait_gone, wait_members
+from tools_testlib import (
+    PONG_CHILD,
+    LineReader,
+    alive,
+    ping,
+    ppid,
+    runtime_killed_mid_tool,
+    until,
+    wait_gone,
+    wait_members,
+)
 
-import trio_agent.tools.procgroup as procgroup
 from trio_agent.tools.procgroup import (
     MARKER_VAR,
     group_members,
@@ -28,43 +36,16 @@ from trio_agent.tools.procgroup import (
     reap_orphan_group,
 )
 
-REPO_ROOT = Path(procgroup.__file__).resolve().parents[2]
-
-#: A stand-in for the agent runtime: runs a tool through run_group and reports the group
-#: the way ``tool/spawned`` would record it.
-RUNTIME = """
-import sys
-import trio
-from trio_agent.tools.procgroup import run_group
-
-def spawned(pgid, identity):
-    print(pgid, identity, flush=True)
-
-async def main():
-    await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
-
-trio.run(main)
-"""
-
 
 async def _runtime_killed_mid_tool(script: str) -> tuple[int, str]:
-    """Start RUNTIME running ``script``, SIGKILL it, return the orphaned (pgid, identity)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    runtime = await trio.lowlevel.open_process(
-        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=env
+    """Start the runtime stand-in running ``script``, SIGKILL it once its tool group has three
+    members, return the orphaned (pgid, identity)."""
+    pgid, identity, runtime_pid = await runtime_killed_mid_tool(
+        script, lambda pgid, _: len(group_members(pgid)) >= 3
     )
-    assert runtime.stdout is not None
-    try:
-        pgid_text, identity = (await LineReader(runtime.stdout).line()).split()
-        pgid = int(pgid_text)
-        await wait_members(pgid, 3)
-    finally:
-        os.kill(runtime.pid, signal.SIGKILL)
-        assert await runtime.wait() == -signal.SIGKILL
-        await runtime.stdout.aclose()
     # The runtime is dead; the group it started lives on, now parented elsewhere.
     assert len(group_members(pgid)) == 3
-    assert ppid(pgid) != runtime.pid
+    assert ppid(pgid) != runtime_pid
     # The recorded identity is the leader's plus the call's marker (spec/tools.md §3).
     assert process_identity(pgid) == identity.rsplit(":", 1)[0]
     assert identity_marker(identity) is not None

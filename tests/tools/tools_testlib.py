@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -169,3 +170,44 @@ class Recorder:
 
     def callbacks(self) -> dict[str, Any]:
         return {"on_spawned": self.spawned, "on_output": self.output, "on_abort": self.on_abort}
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+#: A stand-in for the agent runtime: runs a tool through run_group and reports the group
+#: the way ``tool/spawned`` would record it.
+RUNTIME = """
+import sys
+import trio
+from trio_agent.tools.procgroup import run_group
+
+def spawned(pgid, identity):
+    print(pgid, identity, flush=True)
+
+async def main():
+    await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
+
+trio.run(main)
+"""
+
+
+async def runtime_killed_mid_tool(
+    script: str, started: Callable[[int, str], bool]
+) -> tuple[int, str, int]:
+    """Start :data:`RUNTIME` running ``script``, wait until ``started(pgid, identity)`` holds
+    (hang-guarded), SIGKILL the runtime; return the orphaned ``(pgid, identity)`` and the dead
+    runtime's pid."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    runtime = await trio.lowlevel.open_process(
+        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=env
+    )
+    assert runtime.stdout is not None
+    try:
+        pgid_text, identity = (await LineReader(runtime.stdout).line()).split()
+        pgid = int(pgid_text)
+        await until(lambda: started(pgid, identity))
+    finally:
+        os.kill(runtime.pid, signal.SIGKILL)
+        assert await runtime.wait() == -signal.SIGKILL
+        await runtime.stdout.aclose()
+    return pgid, identity, runtime.pid

@@ -294,8 +294,8 @@ class JsonlStore:
         data = encode_header(header)  # before anything exists: a bad id creates nothing
         fresh_root = not self.root.exists()
         fresh_dir = not os.path.lexists(directory)
-        if not fresh_dir and not stat.S_ISDIR(os.lstat(directory).st_mode):
-            raise NotALogFile(directory, _kind(os.lstat(directory).st_mode))
+        if not fresh_dir and not stat.S_ISDIR(mode := os.lstat(directory).st_mode):
+            raise NotALogFile(directory, _kind(mode))
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

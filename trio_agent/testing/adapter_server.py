@@ -54,8 +54,8 @@ def _crash(world: World, after_write: bool) -> None:
     """A world crashed: die now, for real (no teardown, no flush, no unlock but the kernel's)."""
     # A parked batch that an injected disk failure will refuse writes nothing, so there is no
     # "after the write" to wait for: its thread would fail and return, and nothing would ever
-    # kill us (a hang). Die now; the durable bytes are the same.
-    if after_write and world.ops.parked and not world.ops.fail_next:
+    # kill us (a hang). Then die now; the durable bytes are the same.
+    if after_write and world.ops.parked_will_write:
         world.ops.after_write = _kill_self
         world.ops.release()
         while True:  # the writer's thread writes the batch, then kills the process

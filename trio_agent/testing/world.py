@@ -126,6 +126,12 @@ class GatedFileOps(FileOps):
         return self._parked
 
     @property
+    def parked_will_write(self) -> bool:
+        """A batch is parked and will write its bytes once released (no injected failure is
+        due for it: that one would refuse it before a byte is written)."""
+        return self._parked and not self.fail_next
+
+    @property
     def parked_data(self) -> bytes:
         """The bytes the parked batch is about to write."""
         return self._parked_data
@@ -538,8 +544,8 @@ class World:
         if self.dead:
             return
         data = self.log_path.read_bytes()
-        if after_write and self.ops.parked and not self.ops.fail_next:
-            data += self.ops.parked_data  # (a batch the injected failure refuses writes nothing)
+        if after_write and self.ops.parked_will_write:
+            data += self.ops.parked_data
         self.snapshot = data
         self.dead = True
         self._on_crash(self, after_write)

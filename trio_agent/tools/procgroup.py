@@ -355,21 +355,10 @@ async def terminate_group(
             pgid, seen, trio.current_time() + kill_wait, pause_first=kill_needed, kill=True
         )
     if marker is not None:
-        # Whatever still carries the marker (an escapee that ignored SIGTERM, or one forked
-        # since the first scan) is killed, and the scan repeats until it finds nobody: a
-        # killed process forks no more, so each round can only find newer descendants.
-        kill_end = trio.current_time() + kill_wait
-        while True:
-            left = [pid for pid in marked_processes(marker) if pid not in survivors]
-            if not left:
-                break
-            escaped.update(pid for pid in left if pid not in seen)
-            kill_needed = True
-            _signal_each(left, signal.SIGKILL)
-            if trio.current_time() >= kill_end:
-                survivors.extend(left)
-                break
-            await _wait_all_gone(left, kill_end)
+        killed, stuck = await _kill_marked(marker, kill_wait, skip=survivors)
+        escaped.update(pid for pid in killed if pid not in seen)
+        kill_needed = kill_needed or bool(killed)
+        survivors.extend(stuck)
     code: int | None = None
     sig: int | None = None
     if leader is not None:
@@ -387,6 +376,27 @@ async def terminate_group(
         leader_exit_signal=sig,
         escapees=tuple(sorted(escaped - seen)),
     )
+
+
+async def _kill_marked(
+    marker: str, kill_wait: float, *, skip: Iterable[int] = ()
+) -> tuple[set[int], list[int]]:
+    """SIGKILL whatever carries ``marker`` (an escapee that ignored SIGTERM, or one forked
+    since the last scan) and repeat the scan until it finds nobody: a killed process forks no
+    more, so each round can only find newer descendants. Bounded by ``kill_wait``; returns
+    ``(killed, stuck)``, the pids signalled and those still alive at the bound."""
+    skipped = set(skip)
+    killed: set[int] = set()
+    kill_end = trio.current_time() + kill_wait
+    while True:
+        left = [pid for pid in marked_processes(marker) if pid not in skipped]
+        if not left:
+            return killed, []
+        killed.update(left)
+        _signal_each(left, signal.SIGKILL)
+        if trio.current_time() >= kill_end:
+            return killed, left
+        await _wait_all_gone(left, kill_end)
 
 
 def _escapees(pgid: int, marker: str | None) -> list[int]:
@@ -754,7 +764,6 @@ async def reap_orphan_group(
         and carries_marker(pgid, marker)
     )
     if leader_is_ours:
-        _check_pgid(pgid)
         members = tuple(group_members(pgid))
         report = await terminate_group(
             pgid, leader=None, grace=grace, kill_wait=kill_wait, marker=marker
@@ -783,18 +792,9 @@ async def _terminate_marked(
     _signal_each(found, signal.SIGTERM)
     _signal_each(found, signal.SIGCONT)
     await _wait_all_gone(found, trio.current_time() + grace)
-    kill_needed = False
-    survivors: list[int] = []
-    seen = set(found)
-    kill_end = trio.current_time() + kill_wait
-    while left := marked_processes(marker):
-        seen.update(left)
-        kill_needed = True
-        _signal_each(left, signal.SIGKILL)
-        if trio.current_time() >= kill_end:
-            survivors = left
-            break
-        await _wait_all_gone(left, kill_end)
+    killed, survivors = await _kill_marked(marker, kill_wait)
+    seen = set(found) | killed
+    kill_needed = bool(killed)
     return TerminationReport(
         pgid=pgid,
         term_sent=bool(found),
