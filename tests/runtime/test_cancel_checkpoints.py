@@ -115,7 +115,7 @@ def case_only_whitespace_streamed() -> tuple[Case, list[str]]:
 
 
 def case_half_streamed_tool_call() -> tuple[Case, list[str]]:
-    # i.1 #19: completed text then a tool call, cancelled before finish: text kept, call dropped.
+    # completed text then a tool call, cancelled before finish: text kept, call dropped.
     hold = Wait()
     model = FakeModel([text("let me look"), call("c1", "work"), hold, finish("tool-calls")])
     return Case(model, hold.reached, tools=[GatedTool()]), [
@@ -128,7 +128,7 @@ def case_half_streamed_tool_call() -> tuple[Case, list[str]]:
 
 
 def case_only_tool_call_streamed() -> tuple[Case, list[str]]:
-    # i.1 #22: nothing visible streamed: no assistant/message at all.
+    # nothing visible streamed: no assistant/message at all.
     hold = Wait()
     model = FakeModel([call("c1", "work"), hold, finish("tool-calls")])
     return Case(model, hold.reached, tools=[GatedTool()]), [*ENTERED, "chunk tool-call", *ABORTED]
@@ -184,7 +184,7 @@ def case_mid_tool() -> tuple[Case, list[str]]:
 
 
 def case_mid_tool_before_exclusive_call() -> tuple[Case, list[str]]:
-    # i.3 #66: an exclusive call after a cancelled parallel group never runs.
+    # an exclusive call after a cancelled parallel group never runs.
     tool = GatedTool()
     solo = GatedTool("solo", parallel=False)
     model = FakeModel([call("c1", "work"), call("c2", "solo"), finish("tool-calls")])
@@ -389,7 +389,7 @@ async def test_cancel_observed_after_the_last_chunk_still_interrupts() -> None:
 
 
 async def test_cancel_from_the_assistant_message_observer_skips_every_call() -> None:
-    # i.1 #15 / i.3 #63 adapted: cancelled right after the message that requested the calls,
+    # Adapted: cancelled right after the message that requested the calls,
     # no call is dispatched and each gets ABORTED_BEFORE_DISPATCH without a tool/call.
     session = Session.in_memory()
     tool = GatedTool()
@@ -423,7 +423,7 @@ async def test_cancel_from_the_assistant_message_observer_skips_every_call() -> 
 
 
 async def test_cancel_from_a_step_start_observer() -> None:
-    # i.1 #23: no chunk streams, the step is balanced, the turn ends aborted.
+    # no chunk streams, the step is balanced, the turn ends aborted.
     session = Session.in_memory()
     model = ScriptedModel()
     async with open_agent(session, model=model) as agent:

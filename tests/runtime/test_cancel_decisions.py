@@ -70,7 +70,7 @@ async def test_anything_but_a_cancel_cause_is_a_type_error(bad: Any) -> None:
 
 
 async def test_the_first_cause_wins_and_is_the_very_object() -> None:
-    # i.1 #31: cancel(parent) then cancel(user): the runtime cause is that parent object.
+    # cancel(parent) then cancel(user): the runtime cause is that parent object.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -88,7 +88,7 @@ async def test_the_first_cause_wins_and_is_the_very_object() -> None:
 
 
 async def test_a_user_cancel_keeps_its_cause_when_disposal_follows() -> None:
-    # i.1 #32: leaving open_agent while the user's cancel unwinds does not overwrite it.
+    # leaving open_agent while the user's cancel unwinds does not overwrite it.
     session = Session.in_memory()
     tool = GatedTool()
     tool.fail_on_cancel = False
@@ -137,7 +137,6 @@ async def test_causes_reach_runtime_observers_and_never_the_log(cause: CancelCau
 
 
 async def test_idle_cancel_arms_nothing() -> None:
-    # i.1 #1
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         assert agent.cancel(CancelCause.user()) is False
@@ -179,7 +178,7 @@ async def test_clear_order_is_next_step_then_next_turn() -> None:
 
 
 async def test_two_waking_sends_in_one_tick_then_cancel() -> None:
-    # i.1 #9 adapted: no turn at all (DSH: one empty aborted turn); both items dropped.
+    # Adapted: no turn at all (DSH: one empty aborted turn); both items dropped.
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         seen = record(agent)
@@ -213,7 +212,6 @@ async def test_iterators_see_events_in_the_order_they_happened() -> None:
 
 
 async def test_cancel_from_the_running_listener_writes_no_turn() -> None:
-    # i.1 #26 and #10
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
 
@@ -228,7 +226,7 @@ async def test_cancel_from_the_running_listener_writes_no_turn() -> None:
 
 
 async def test_running_listener_that_cancels_then_sends_runs_only_the_second() -> None:
-    # i.1 #27: the post-cancel send is latched and replays; a later send is a second turn.
+    # the post-cancel send is latched and replays; a later send is a second turn.
     session = Session.in_memory()
     model = ScriptedModel()
     async with open_agent(session, model=model) as agent:
@@ -252,7 +250,7 @@ async def test_running_listener_that_cancels_then_sends_runs_only_the_second() -
 
 
 async def test_send_cancel_send_in_one_tick() -> None:
-    # i.1 #28 adapted: A is dropped before any turn (DSH: A's turn ends aborted); B runs.
+    # Adapted: A is dropped before any turn (DSH: A's turn ends aborted); B runs.
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         agent.followup("A")
@@ -269,7 +267,7 @@ async def test_send_cancel_send_in_one_tick() -> None:
 
 
 async def test_keep_inbox_parks_queued_work_until_a_later_wake() -> None:
-    # i.1 #3: the queued item stays, does not run by itself, and runs before the new message.
+    # the queued item stays, does not run by itself, and runs before the new message.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -289,7 +287,7 @@ async def test_keep_inbox_parks_queued_work_until_a_later_wake() -> None:
 
 
 async def test_a_wake_after_a_keep_inbox_cancel_is_latched_and_replays() -> None:
-    # i.1 #4 and #7: sent while the aborted turn unwinds, it runs after the turn closes.
+    # sent while the aborted turn unwinds, it runs after the turn closes.
     session = Session.in_memory()
     tool = GatedTool()
     model = FakeModel([call("c1", "work"), finish("tool-calls")])
@@ -307,7 +305,6 @@ async def test_a_wake_after_a_keep_inbox_cancel_is_latched_and_replays() -> None
 
 
 async def test_a_plain_cancel_drops_a_latched_wake() -> None:
-    # i.1 #5
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -347,7 +344,7 @@ async def test_a_steer_after_an_abort_becomes_its_own_turn() -> None:
 
 
 async def test_a_steer_during_a_turn_then_cancel_is_never_entered() -> None:
-    # i.1 #29: the steer is dropped by the cancel and no follow-up turn starts.
+    # the steer is dropped by the cancel and no follow-up turn starts.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -361,7 +358,6 @@ async def test_a_steer_during_a_turn_then_cancel_is_never_entered() -> None:
 
 
 async def test_running_turn_plus_queued_tail_cancel_drops_the_tail() -> None:
-    # i.1 #14
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -384,7 +380,7 @@ async def test_running_turn_plus_queued_tail_cancel_drops_the_tail() -> None:
 
 
 async def test_a_latched_steer_whose_item_is_gone_replays_nothing() -> None:
-    # i.1 #6 adapted (there is no remove call; a keep_inbox-less cancel is what removes it):
+    # adapted (there is no remove call; a keep_inbox-less cancel is what removes it):
     # the latch is reset and nothing replays, so no empty extra turn appears.
     session = Session.in_memory()
     model, hold = hanging()
@@ -401,7 +397,7 @@ async def test_a_latched_steer_whose_item_is_gone_replays_nothing() -> None:
 
 
 async def test_disposed_never_latches() -> None:
-    # i.1 #8: a wake during a disposal's unwind is parked, not replayed.
+    # a wake during a disposal's unwind is parked, not replayed.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -416,7 +412,7 @@ async def test_disposed_never_latches() -> None:
 
 
 async def test_wait_idle_follows_a_replay_started_by_the_idle_listener() -> None:
-    # i.1 #12 / #59: a waiter registered before follows any run started meanwhile.
+    # A waiter registered before follows any run started meanwhile.
     session = Session.in_memory()
     model = ScriptedModel()
     async with open_agent(session, model=model) as agent:
@@ -436,7 +432,7 @@ async def test_wait_idle_follows_a_replay_started_by_the_idle_listener() -> None
 
 
 async def test_idle_listener_sends_cancels_and_sends_again() -> None:
-    # i.1 #13: the pre-cancel message is dropped before any turn; the post-cancel one is
+    # the pre-cancel message is dropped before any turn; the post-cancel one is
     # latched behind the cancelled (never started) run and replays.
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
@@ -459,7 +455,6 @@ async def test_idle_listener_sends_cancels_and_sends_again() -> None:
 
 
 async def test_wait_idle_resolves_after_a_same_tick_cancel() -> None:
-    # i.1 #11
     async with open_agent(Session.in_memory(), model=ScriptedModel()) as agent:
         agent.followup("go")
         agent.cancel(CancelCause.user())
@@ -468,7 +463,6 @@ async def test_wait_idle_resolves_after_a_same_tick_cancel() -> None:
 
 
 async def test_a_cancelled_turn_does_not_leak_into_the_next() -> None:
-    # i.1 #16
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -607,7 +601,6 @@ async def test_a_model_that_turns_the_cancel_into_an_error_still_aborts() -> Non
 
 
 async def test_a_turn_stopping_hook_that_cancels_ends_aborted_after_one_step() -> None:
-    # i.1 #25
     session = Session.in_memory()
     hooks = SeamHooks()
     model = ScriptedModel()
@@ -621,7 +614,7 @@ async def test_a_turn_stopping_hook_that_cancels_ends_aborted_after_one_step() -
 
 
 async def test_a_pre_step_hook_that_steers_then_fails() -> None:
-    # i.2 #38 adapted: the turn ends error with no request; the steer stays queued and, since
+    # Adapted: the turn ends error with no request; the steer stays queued and, since
     # only a cancel parks work (K21), the driver runs it in the next turn.
     session = Session.in_memory()
     hooks = SeamHooks()
@@ -645,7 +638,6 @@ async def test_a_pre_step_hook_that_steers_then_fails() -> None:
 
 
 async def test_a_send_from_inside_the_model_call_runs_as_the_next_turn() -> None:
-    # i.2 #41
     session = Session.in_memory()
 
     class Sending:

@@ -95,7 +95,7 @@ async def test_one_turn_writes_the_documented_sequence() -> None:
 
 
 async def test_n_followups_in_one_tick_are_n_turns_in_order_and_one_run() -> None:
-    # i.5 #74: one turn per followup, each with its one message, status running..idle once.
+    # one turn per followup, each with its one message, status running..idle once.
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         seen = recorder(agent)
@@ -146,7 +146,7 @@ async def test_steer_during_a_turn_adds_a_step_to_that_turn() -> None:
         "step/end",
         "turn/end completed",
     ]
-    # i.2 #37: the steer is entered into the second step of the same turn.
+    # the steer is entered into the second step of the same turn.
     entered = [
         (e.data["step"], e.data["message"]["text"])
         for e in session.events
@@ -156,7 +156,7 @@ async def test_steer_during_a_turn_adds_a_step_to_that_turn() -> None:
 
 
 async def test_idle_steers_each_get_a_step_of_one_turn() -> None:
-    # i.2 #37 adapted: both steers are claimed by the first step (claims take all next-step).
+    # Adapted: both steers are claimed by the first step (claims take all next-step).
     session = Session.in_memory()
     async with open_agent(session, model=ScriptedModel()) as agent:
         agent.steer("one")
@@ -338,7 +338,7 @@ async def test_allow_all_logs_the_bracket() -> None:
 
 
 async def test_max_tokens_is_sticky_and_drops_tool_calls() -> None:
-    # c.7: the cut-off step's tool calls never run; a steered continuation that completes
+    # the cut-off step's tool calls never run; a steered continuation that completes
     # does not overwrite max-tokens; the next turn starts fresh.
     session = Session.in_memory()
     hooks = SeamHooks()
@@ -506,7 +506,6 @@ async def test_pre_step_reject_blocks_the_turn() -> None:
 
 
 async def test_second_pre_step_reject_blocks_after_one_request() -> None:
-    # i.2 #58
     session = Session.in_memory()
     hooks = SeamHooks()
     hooks.pre_step_result = lambda ctx, batch: Reject() if ctx.step == 2 else None
@@ -519,7 +518,6 @@ async def test_second_pre_step_reject_blocks_after_one_request() -> None:
 
 
 async def test_pre_step_rewrite_to_empty_is_a_completed_turn_with_no_step() -> None:
-    # i.2 #45
     session = Session.in_memory()
     hooks = SeamHooks()
     hooks.pre_step_result = []
