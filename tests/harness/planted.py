@@ -7,6 +7,7 @@ patched code and expect it to fail and shrink to a short counterexample.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -168,17 +169,22 @@ def _plant_dropping_writer(mp: pytest.MonkeyPatch) -> None:
 def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
     real_cancel = agent_module.Agent.cancel
     real_start_run = agent_module.Agent._start_run
-    doomed: dict[int, CancelCause] = {}
+    # Keyed weakly by the agent itself, not by id(): an id is reused once an agent of an
+    # earlier example is collected, which would leak the cause into an unrelated example and
+    # make the failure depend on memory layout (Hypothesis then reports it as flaky).
+    doomed: weakref.WeakKeyDictionary[agent_module.Agent, CancelCause] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def cancel(self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False) -> bool:
         hit = real_cancel(self, cause, keep_inbox=keep_inbox)
         if hit:
-            doomed[id(self)] = cause  # BUG: remembered for whatever starts next
+            doomed[self] = cause  # BUG: remembered for whatever starts next
         return hit
 
     def start_run(self: agent_module.Agent) -> None:
         real_start_run(self)
-        cause = doomed.pop(id(self), None)
+        cause = doomed.pop(self, None)
         if cause is not None and self._controller is not None:
             self._controller.cancel(cause)
 
