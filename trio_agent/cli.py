@@ -12,33 +12,35 @@ whatever escapes a command, exception groups included, is turned into one line a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import BinaryIO, NoReturn, TextIO
 
 import attrs
 import orjson
 
 from . import conform
 from .log import (
+    FOLD_TYPES,
+    ConsumedFold,
+    ConsumedWork,
     Event,
     HeaderError,
+    LineScan,
     LogViolation,
-    Scan,
+    TruncateFold,
     UnreadableLineError,
     closers_for,
     decode_event,
     decode_header,
     event_to_json,
-    fold_consumed_work,
-    scan_log,
-    split_log,
-    truncate_open_turn,
+    scan_lines,
 )
 from .log.render import render_timeline
 from .testing import command as harness_command
@@ -133,47 +135,35 @@ def _probe_live(fd: int, path: str) -> Live | None:
     return None
 
 
-def _read_fd(fd: int) -> bytes:
-    parts: list[bytes] = []
-    offset = 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        parts.append(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
+#: Read buffer of the file commands: big enough that a read is rarely a system call per line.
+_BUFFER = 1 << 20
 
 
-def _read_log(path: str) -> tuple[bytes, Live | None]:
-    """The bytes of the log file ``path``, and whether a live writer holds it.
+@contextlib.contextmanager
+def _open_log(path: str) -> Iterator[tuple[BinaryIO, Live | None]]:
+    """The log file ``path`` as a binary stream, and whether a live writer held it at open.
 
-    The lock is probed before and after the read, and not held while reading: a reader must
-    never make a writer's open fail (spec/cli.md §Live sessions).
+    A regular file only (:func:`open_regular`); the lock is probed, never held while reading:
+    a reader must never make a writer's open fail (spec/cli.md §Live sessions).
     """
     fd = open_regular(path)
+    with open(fd, "rb", buffering=_BUFFER, closefd=True) as f:
+        yield f, _probe_live(fd, path)
+
+
+def _stream(
+    path: str,
+    f: BinaryIO,
+    *,
+    strict: bool,
+    sink: Callable[[Event], None] | None = None,
+    sink_types: Collection[str] | None = None,
+) -> LineScan:
+    """:func:`scan_lines` over ``f`` from its start, every core error and read error mapped to
+    a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size."""
     try:
-        live = _probe_live(fd, path)
-        try:
-            data = _read_fd(fd)
-        except OSError as exc:
-            raise CliError(f"{path}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
-        return data, live or _probe_live(fd, path)
-    finally:
-        os.close(fd)
-
-
-def _read(path: str) -> bytes:
-    return _read_log(path)[0]
-
-
-def _scan_live(path: str, *, strict: bool) -> tuple[Scan, Live | None]:
-    """Read and check ``path``; map every core error to a one-line :class:`CliError`."""
-    data, live = _read_log(path)
-    return _check(path, data, strict=strict), live
-
-
-def _check(path: str, data: bytes, *, strict: bool) -> Scan:
-    """:func:`scan_log`, every core error mapped to a one-line :class:`CliError`."""
-    try:
-        return scan_log(data, strict=strict)
+        f.seek(0)
+        return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types)
     except HeaderError as exc:
         raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1) from None
     except UnreadableLineError as exc:
@@ -182,31 +172,35 @@ def _check(path: str, data: bytes, *, strict: bool) -> Scan:
         seq = "?" if exc.seq is None else exc.seq
         what = f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}"
         raise CliError(what, BROKEN, line=exc.line) from None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
 
 
-def _scan(path: str, *, strict: bool) -> Scan:
-    return _scan_live(path, strict=strict)[0]
+def _scan_live(
+    path: str,
+    *,
+    strict: bool,
+    sink: Callable[[Event], None] | None = None,
+    sink_types: Collection[str] | None = None,
+) -> tuple[LineScan, Live | None]:
+    """Stream and check ``path``; ``(scan, live)``, live probed before and after the read."""
+    with _open_log(path) as (f, live):
+        scan = _stream(path, f, strict=strict, sink=sink, sink_types=sink_types)
+        return scan, live or _probe_live(f.fileno(), path)
 
 
-def _note_tail(path: str, scan: Scan, err: TextIO) -> None:
+def _note_tail(path: str, scan: LineScan, err: TextIO) -> None:
     """The one-line note on stderr when a torn tail was ignored (spec/cli.md)."""
     if scan.tail is not None:
         t = scan.tail
         print(f"{path}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
 
 
-def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
-    """:func:`_scan`, plus the torn-tail note."""
-    scan = _scan(path, strict=strict)
-    _note_tail(path, scan, err)
-    return scan
-
-
-def _live_words(path: str, scan: Scan, live: Live) -> str:
+def _live_words(path: str, scan: LineScan, live: Live) -> str:
     return f"{path}: session {scan.header.id!r} is live (locked by {live.holder()})"
 
 
-def _refuse_live(path: str, scan: Scan, live: Live | None) -> None:
+def _refuse_live(path: str, scan: LineScan, live: Live | None) -> None:
     """Repair and truncate describe a cold session only: a live one is refused, exit 3
     (spec/cli.md §Live sessions)."""
     if live is not None:
@@ -217,22 +211,38 @@ def _refuse_live(path: str, scan: Scan, live: Live | None) -> None:
         )
 
 
-def _decode_slice(path: str) -> list[Event]:
-    """The events of a slice file (a header, then events of a longer log): every complete
-    line decoded (I0 applies), no other rule checked; a torn tail is ignored."""
-    split = split_log(_read(path))
-    if split.header is None:
-        raise CliError(f"{path}:1: the header line is missing or incomplete", UNREADABLE)
-    try:
-        decode_header(split.header)
-        return [decode_event(line, line_no) for line_no, line in split.lines]
-    except HeaderError as exc:
-        raise CliError(f"{path}:1: {exc}", UNREADABLE) from None
-    except UnreadableLineError as exc:
-        raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE) from None
-    except LogViolation as exc:
-        seq = "?" if exc.seq is None else exc.seq
-        raise CliError(f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}", BROKEN) from None
+def _fold_slice(path: str) -> ConsumedWork:
+    """The fold of a slice file (a header, then events of a longer log): every complete line
+    decoded (I0 applies), no other rule checked; a torn tail is ignored. Streamed."""
+    fold = ConsumedFold()
+    with _open_log(path) as (f, _):
+        try:
+            lines = iter(f)
+            first = next(lines, b"")
+            if not first.endswith(b"\n"):
+                raise CliError(f"{path}:1: the header line is missing or incomplete", UNREADABLE)
+            decode_header(first[:-1])
+            for line_no, line in enumerate(lines, start=2):
+                if line.endswith(b"\n"):  # else the torn final line, ignored
+                    fold.feed(decode_event(line[:-1], line_no))
+        except HeaderError as exc:
+            raise CliError(f"{path}:1: {exc}", UNREADABLE) from None
+        except UnreadableLineError as exc:
+            raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE) from None
+        except LogViolation as exc:
+            seq = "?" if exc.seq is None else exc.seq
+            what = f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}"
+            raise CliError(what, BROKEN) from None
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
+    return fold.result
+
+
+def _events_of(f: BinaryIO, count: int) -> Iterator[Event]:
+    """The first ``count`` events of a log a scan already accepted, decoded again from ``f``
+    (positioned after the header): the second pass of ``show``, one event in memory at a time."""
+    for _, line in zip(range(count), f, strict=False):
+        yield decode_event(line[:-1])
 
 
 def plural(n: int, word: str) -> str:
@@ -261,7 +271,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         turn = scan.checker.open_turn
         if turn is not None and args.balanced:
-            line = len(scan.events) + 2  # where its turn/end would go (spec/cli.md)
+            line = scan.count + 2  # where its turn/end would go (spec/cli.md)
             print(
                 f"{path}:{line}: turn {turn} is open (--balanced requires every turn ended)",
                 file=err,
@@ -273,7 +283,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{path}: note: turn {turn} is open (a valid prefix of a live or crashed session)",
                 file=err,
             )
-        events, turns = plural(len(scan.events), "event"), plural(scan.checker.last_turn, "turn")
+        events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
         print(f"{path}: ok ({events}, {turns})", file=out)
     return worst
 
@@ -304,10 +314,14 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.suffix:  # a slice of a longer log: decoded, not checked (spec/cli.md)
-        events = _decode_slice(args.file)
+        work = _fold_slice(args.file)
     else:
-        events = _scan_noting_tail(args.file, err, strict=False).events
-    work = fold_consumed_work(events)
+        # Read like repair (spec/cli.md): the kept events stream into the fold (C5: the fold
+        # itself validates nothing); only the four types it looks at are handed over.
+        fold = ConsumedFold()
+        scan, _ = _scan_live(args.file, strict=False, sink=fold.feed, sink_types=FOLD_TYPES)
+        _note_tail(args.file, scan, err)
+        work = fold.result
     out.write(
         orjson.dumps({"end_seq": work.end_seq, "dropped_unrun": work.dropped_unrun}).decode() + "\n"
     )
@@ -315,60 +329,64 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    scan, live = _scan_live(args.file, strict=False)
+    truncation = TruncateFold()  # holds the open turn only
+    scan, live = _scan_live(args.file, strict=False, sink=truncation.feed)
     _refuse_live(args.file, scan, live)
     _note_tail(args.file, scan, err)
-    report = truncate_open_turn(scan.events)
+    report = truncation.report()
     out.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     return OK
 
 
-def _line_start(data: bytes, line: int) -> int:
-    """The offset of the first byte of 1-based ``line``."""
-    offset = 0
-    for _ in range(line - 1):
-        offset = data.index(b"\n", offset) + 1
-    return offset
-
-
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The timeline; a log that breaks a rule is shown up to the offending line, which is
-    marked with the rule, and the command exits 1 (2 for a line that is not JSON)."""
+    marked with the rule, and the command exits 1 (2 for a line that is not JSON).
+
+    Two passes over the file: the scan (counts, closers, the tail), then the rendering, which
+    decodes the accepted lines again one at a time."""
     path = args.file
-    data, live = _read_log(path)
     color = args.color
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
-    try:
-        scan = _check(path, data, strict=False)
-    except CliError as exc:
-        if exc.line is None or exc.line < 2:
-            raise
-        start = _line_start(data, exc.line)
+    with _open_log(path) as (f, live):
         try:
-            prefix = scan_log(data[:start], strict=False)
-        except (HeaderError, UnreadableLineError, LogViolation):
-            raise exc from None
-        for text in render_timeline(prefix.header, prefix.events, color=color):
-            out.write(text + "\n")
-        raw = data[start : data.find(b"\n", start) if b"\n" in data[start:] else len(data)]
-        shown = raw[:120].decode("utf-8", "replace") + ("..." if len(raw) > 120 else "")
-        mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
-        red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")
-        out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
-        out.flush()
-        raise
-    if live is None:
-        closers = closers_for(scan.checker, scan.last_time)
-    else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
-        closers = []
-        print(
-            f"{_live_words(path, scan, live)}; a live session is never repaired, "
-            "so no closers are shown",
-            file=err,
-        )
-    for line in render_timeline(scan.header, scan.events, closers, scan.tail, color=color):
-        out.write(line + "\n")
+            scan = _stream(path, f, strict=False)
+        except CliError as exc:
+            if exc.line is None or exc.line < 2:
+                raise
+            try:
+                f.seek(0)
+                header = decode_header(f.readline()[:-1])
+                for text in render_timeline(
+                    header, _events_of(f, exc.line - 2), color=color, count=exc.line - 2
+                ):
+                    out.write(text + "\n")
+                raw = f.readline().removesuffix(b"\n")
+            except (HeaderError, UnreadableLineError, LogViolation, OSError):
+                raise exc from None
+            shown = raw[:120].decode("utf-8", "replace") + ("..." if len(raw) > 120 else "")
+            mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
+            red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")
+            out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
+            out.flush()
+            raise
+        live = live or _probe_live(f.fileno(), path)
+        if live is None:
+            closers = closers_for(scan.checker, scan.last_time)
+        else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
+            closers = []
+            print(
+                f"{_live_words(path, scan, live)}; a live session is never repaired, "
+                "so no closers are shown",
+                file=err,
+            )
+        f.seek(0)
+        f.readline()  # the header, already decoded by the scan
+        events = _events_of(f, scan.count)
+        for line in render_timeline(
+            scan.header, events, closers, scan.tail, color=color, count=scan.count
+        ):
+            out.write(line + "\n")
     return OK
 
 
@@ -386,7 +404,7 @@ def _session_row(session_id: str, path: Path) -> list[str]:
     except CliError as exc:
         what = "corrupt" if exc.code == BROKEN else "unreadable"
         return [session_id, "-", "-", "-", f"{what} (trio-agent check {path})"]
-    last = scan.events[-1].time if scan.events else scan.header.created_at
+    last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
     if live is not None:
         state = f"live ({live.holder()})" + (f", turn {turn} running" if turn else "")
@@ -395,7 +413,7 @@ def _session_row(session_id: str, path: Path) -> list[str]:
     else:
         state = "cold"
     turns = str(scan.checker.last_turn)
-    return [session_id, turns, str(len(scan.events)), _when(last), state]
+    return [session_id, turns, str(scan.count), _when(last), state]
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

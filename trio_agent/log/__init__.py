@@ -11,11 +11,12 @@ from .codec import (
     decode_header,
     encode_event,
     encode_header,
+    event_from_json,
     event_to_json,
     iter_events,
     split_log,
 )
-from .consumed import ConsumedWork, fold_consumed_work
+from .consumed import FOLD_TYPES, ConsumedFold, ConsumedWork, fold_consumed_work
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
 from .events import (
     DATA_CLASSES,
@@ -36,22 +37,25 @@ from .repair import (
     repair_closers,
 )
 from .rules import RULES
-from .scan import Scan, TornTail, scan_log
-from .truncate import TruncateReport, truncate_open_turn
+from .scan import LineScan, Scan, TornTail, lines_of, scan_lines, scan_log
+from .truncate import TruncateFold, TruncateReport, truncate_open_turn
 
 __all__ = [
     "DATA_CLASSES",
+    "FOLD_TYPES",
     "FORMAT_VERSION",
     "NOT_STARTED_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "RULES",
     "STEP_SCOPED",
     "STOPPED_DURING_RECOVERY_TEXT",
+    "ConsumedFold",
     "ConsumedWork",
     "Event",
     "Header",
     "HeaderError",
     "InboxProjection",
+    "LineScan",
     "LogChecker",
     "LogError",
     "LogViolation",
@@ -59,6 +63,7 @@ __all__ = [
     "SpliceError",
     "SplitLog",
     "TornTail",
+    "TruncateFold",
     "TruncateReport",
     "UnreadableLineError",
     "check_events",
@@ -68,10 +73,13 @@ __all__ = [
     "decode_header",
     "encode_event",
     "encode_header",
+    "event_from_json",
     "event_to_json",
     "fold_consumed_work",
     "iter_events",
+    "lines_of",
     "repair_closers",
+    "scan_lines",
     "scan_log",
     "split_log",
     "to_data",

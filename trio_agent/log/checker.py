@@ -19,6 +19,7 @@ from .errors import LogViolation
 from .events import STEP_SCOPED, Event
 from .inbox import InboxProjection, SpliceError
 from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
+from .schema import DATA_PREDICATES
 
 # Phases of the open step (rule I9): input, then model output, then tool work.
 _INPUT: Final = 0
@@ -72,12 +73,14 @@ class LogChecker:
     """Validates a log event by event (spec/invariants.md, rules I1-I19; I0 is the codec's).
 
     Public state, for readers such as repair and the runtime:
-    ``next_seq``, ``open_turn``, ``open_step``, ``last_turn``, ``inbox`` and
-    ``pending_calls`` (call ids of the open step without a result, in request order).
+    ``next_seq``, ``open_turn``, ``open_step``, ``last_turn``, ``last_time`` (the ``time`` of
+    the last accepted event, 0 before any), ``inbox`` and ``pending_calls`` (call ids of the
+    open step without a result, in request order).
     """
 
     def __init__(self) -> None:
         self.next_seq = 0
+        self.last_time = 0
         self.last_turn = 0
         self.open_turn: int | None = None
         self.open_step: int | None = None
@@ -135,6 +138,57 @@ class LogChecker:
         if commit is not None:
             commit()
         self.next_seq += 1
+        self.last_time = event.time
+
+    def feed_fast(self, obj: Any) -> bool:
+        """Accept one decoded line on the fast path, or decline it (spec/invariants.md).
+
+        ``obj`` is the JSON value of a line as ``orjson.loads`` returned it. For the two types
+        that dominate long logs (``assistant/chunk``, ``tool/output``), when the line is a
+        well-formed event (I0) that breaks no rule, this advances the state exactly as
+        ``feed(decode_event(line))`` would and returns True. Anything else (another type, a
+        malformed line, any broken rule) returns False with the state untouched: the caller
+        then takes the explanatory path, which raises the precise error. So the fast path can
+        only accept what :meth:`feed` accepts (a property test holds both to that).
+        """
+        # Every check mirrors one of decode_event (I0) or feed/_check_in_step/handler, in a
+        # cheaper form that is only ever stricter.
+        if type(obj) is not dict or len(obj) != 4:
+            return False
+        kind = obj.get("type")
+        data: Any
+        if kind == "assistant/chunk":
+            if self._phase >= _ANSWERED:  # I9
+                return False
+            data = obj.get("data")
+            if not _chunk_ok(data):
+                return False
+        elif kind == "tool/output":
+            data = obj.get("data")
+            if not _output_ok(data):
+                return False
+            call = self._calls.get(data["callId"])
+            if call is None or not call.dispatched or call.resolved:  # I13
+                return False
+        else:
+            return False
+        seq = obj.get("seq")
+        time = obj.get("time")
+        if (
+            seq != self.next_seq  # I1 (next_seq >= 0, so a matching int is a valid seq)
+            or type(seq) is not int
+            or type(time) is not int
+            or time < 0
+            or data["turn"] != self.open_turn  # I7/I8: the open turn has not ended
+            or data["step"] != self.open_step
+            or self._repairing  # I17
+        ):
+            return False
+        if kind == "assistant/chunk":
+            self._phase = _STREAMING
+        self.next_seq = seq + 1
+        self.last_time = time
+        return True
 
     def feed_all(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -472,6 +526,10 @@ class LogChecker:
             self.inbox.apply(data)
 
         return commit
+
+
+_chunk_ok: Final = DATA_PREDICATES["assistant/chunk"]
+_output_ok: Final = DATA_PREDICATES["tool/output"]
 
 
 def check_events(events: Iterable[Event]) -> LogChecker:

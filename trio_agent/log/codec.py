@@ -83,6 +83,11 @@ def decode_event(line: bytes | str, line_no: int | None = None) -> Event:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise UnreadableLineError(line_no or 0, f"not JSON ({exc.args[0]})") from None
+    return event_from_json(obj, line_no)
+
+
+def event_from_json(obj: Any, line_no: int | None = None) -> Event:
+    """The event of an already parsed line: rule ``I0`` as in :func:`decode_event`."""
     # Fast path: a well-formed event checks each envelope field once and touches nothing else.
     if type(obj) is dict and len(obj) == 4:
         seq = obj.get("seq")

@@ -7,6 +7,7 @@ ever running (``dropped_unrun``) after the last turn that accounted for what it 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 import attrs
 
@@ -25,35 +26,59 @@ class ConsumedWork:
         return None if self.end is None else self.end.seq
 
 
-def fold_consumed_work(events: Iterable[Event]) -> ConsumedWork:
-    """One pass over a log (or a suffix of one). Rules C1-C5 of spec/consumed-work.md."""
-    stepped: set[int] = set()
-    claimed: set[int] = set()
-    open_turn: int | None = None
-    end: Event | None = None
-    dropped = False
-    for event in events:
+#: The only event types the fold looks at (C5: everything else changes nothing).
+FOLD_TYPES: Final = frozenset({"turn/start", "step/start", "agent/inbox/spliced", "turn/end"})
+
+
+class ConsumedFold:
+    """The fold as a state machine: :meth:`feed` events one at a time, read :attr:`result`.
+
+    Its state is two sets of turn numbers and the accounting event, so a file can be folded
+    as it streams by. Rules C1-C5 of spec/consumed-work.md.
+    """
+
+    __slots__ = ("_claimed", "_dropped", "_end", "_open_turn", "_stepped")
+
+    def __init__(self) -> None:
+        self._stepped: set[int] = set()
+        self._claimed: set[int] = set()
+        self._open_turn: int | None = None
+        self._end: Event | None = None
+        self._dropped = False
+
+    def feed(self, event: Event) -> None:
         kind = event.type
         data = event.data
         if kind == "turn/start":
-            open_turn = data["turn"]
+            self._open_turn = data["turn"]
         elif kind == "step/start":
-            stepped.add(data["turn"])
+            self._stepped.add(data["turn"])
         elif kind == "agent/inbox/spliced":
             if "removedCount" not in data:
-                continue  # C3: a pure insert consumes nothing
+                return  # C3: a pure insert consumes nothing
             if data.get("outcome") == "canceled":
                 if not data["inserted"]:
-                    dropped = True  # C3: a replacement keeps work pending; only a removal drops
-            elif open_turn is not None:
-                claimed.add(open_turn)  # C2: a claim with no open turn credits nothing
+                    self._dropped = True  # C3: a replacement keeps work pending; a removal drops
+            elif self._open_turn is not None:
+                self._claimed.add(self._open_turn)  # C2: a claim with no open turn credits nothing
         elif kind == "turn/end":
             turn = data["turn"]
-            open_turn = None
-            accounts = turn in stepped or (
-                turn in claimed and data["reason"]["kind"] != "completed"
+            self._open_turn = None
+            accounts = turn in self._stepped or (
+                turn in self._claimed and data["reason"]["kind"] != "completed"
             )
             if accounts:  # C4
-                end = event
-                dropped = False
-    return ConsumedWork(end, dropped)
+                self._end = event
+                self._dropped = False
+
+    @property
+    def result(self) -> ConsumedWork:
+        return ConsumedWork(self._end, self._dropped)
+
+
+def fold_consumed_work(events: Iterable[Event]) -> ConsumedWork:
+    """One pass over a log (or a suffix of one). Rules C1-C5 of spec/consumed-work.md."""
+    fold = ConsumedFold()
+    for event in events:
+        fold.feed(event)
+    return fold.result

@@ -7,7 +7,8 @@ that are not on disk yet) are marked so they stand out even without colour.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -123,16 +124,24 @@ def _utc(ms: int) -> str:
 
 def render_timeline(
     header: Header,
-    events: Sequence[Event],
+    events: Iterable[Event],
     closers: Sequence[Event] = (),
     tail: TornTail | None = None,
     *,
     color: bool = False,
+    count: int | None = None,
 ) -> Iterator[str]:
-    """Yield the lines of the timeline. ``closers`` are shown as what repair would append."""
+    """Yield the lines of the timeline. ``closers`` are shown as what repair would append.
+
+    ``events`` may be a one-pass iterable (a file streaming by) when ``count``, the number of
+    events it yields, is given; then only a run of streamed chunks is held at a time.
+    """
+    if count is None:
+        assert isinstance(events, Sequence), "an iterable of events needs its count"
+        count = len(events)
     created = _utc(header.created_at)
-    count = f"{len(events)} event" + ("" if len(events) == 1 else "s")
-    yield f"session {header.id}  created {created}  {count}"
+    shown = f"{count} event" + ("" if count == 1 else "s")
+    yield f"session {header.id}  created {created}  {shown}"
 
     def paint(text: str, style: str | None) -> str:
         return f"{style}{text}{_RESET}" if color and style else text
@@ -148,7 +157,8 @@ def render_timeline(
         yield "  " * depth + f"[{span}] streamed {len(run)} chunk(s) {_quote(text)}"
         run.clear()
 
-    for synthetic, event in [(False, e) for e in events] + [(True, e) for e in closers]:
+    marked = itertools.chain(((False, e) for e in events), ((True, e) for e in closers))
+    for synthetic, event in marked:
         is_text = event.type == "assistant/chunk" and event.data["chunk"]["type"] == "text-delta"
         if is_text and not synthetic:
             run.append(event)

@@ -13,13 +13,19 @@ spec/recovery.md §Torn tail and corruption:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Final
+
 import attrs
 import orjson
 
 from .checker import LogChecker
-from .codec import SplitLog, decode_event, decode_header, split_log
+from .codec import decode_event, decode_header, event_from_json
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
 from .events import Event, Header
+
+_TORN_REASON: Final = "final line has no newline (torn write)"
+_NEWLINE: Final = 10
 
 
 @attrs.frozen
@@ -30,6 +36,22 @@ class TornTail:
     offset: int  # byte offset where the tail starts; the file's committed length
     size: int  # bytes in the tail
     reason: str  # why it is not part of the log
+
+
+@attrs.frozen
+class LineScan:
+    """What a streamed reading keeps: no events, only the checker's state and counts."""
+
+    header: Header
+    #: The checker after every kept event: open turn, pending calls, inbox, last time.
+    checker: LogChecker
+    #: Kept events (complete, accepted lines after the header).
+    count: int
+    tail: TornTail | None
+
+    @property
+    def last_time(self) -> int:
+        return self.checker.last_time
 
 
 @attrs.frozen
@@ -45,71 +67,146 @@ class Scan:
         return self.events[-1].time if self.events else 0
 
 
+Sink = Callable[[Event], None]
+
+
+def scan_lines(
+    lines: Iterable[bytes],
+    *,
+    strict: bool = True,
+    sink: Sink | None = None,
+    sink_types: Collection[str] | None = None,
+) -> LineScan:
+    """Decode and check a log given as its lines, in one pass, keeping no events.
+
+    ``lines`` yields the file's bytes cut after each newline, each line keeping its newline
+    (iterating a binary file object does exactly this; only the last line may lack one).
+    ``sink``, when given, receives every kept event in order (only those whose type is in
+    ``sink_types``, when given), so a caller folds the log without holding it. The reading
+    rules are :func:`scan_log`'s (module docstring). Memory is the checker's state plus one
+    line, whatever the log's length.
+
+    Each line is parsed once; the two types that dominate long logs are accepted by
+    :meth:`LogChecker.feed_fast` without building an event, and everything else (including
+    every line that breaks a rule) goes through :func:`decode_event` and
+    :meth:`LogChecker.feed`, the explanatory path that words the error.
+    """
+    it = iter(lines)
+    first = next(it, b"")
+    if not first or first[-1] != _NEWLINE:
+        if first:
+            raise HeaderError("the header line is incomplete (no newline)")
+        raise HeaderError("the file is empty (no session header)")
+    header = decode_header(first[:-1])
+    checker = LogChecker()
+    fast = checker.feed_fast
+    feed = checker.feed
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    sink_fast = sink is not None and (
+        sink_types is None or "assistant/chunk" in sink_types or "tool/output" in sink_types
+    )
+    offset = len(first)
+    line_no = 1
+    count = 0
+    tail: TornTail | None = None
+    for line in it:
+        line_no += 1
+        if line[-1] != _NEWLINE:  # only the last line can lack its newline: a torn write
+            tail = TornTail(line_no, offset, len(line), _TORN_REASON)
+            break
+        try:
+            obj = loads(line)
+        except decode_error:
+            obj = _UNREADABLE
+        if obj is not _UNREADABLE and fast(obj):
+            if sink_fast:
+                event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
+                if sink_types is None or event.type in sink_types:
+                    sink(event)  # type: ignore[misc]
+        else:
+            try:
+                if obj is _UNREADABLE:  # worded from the line as written, without its newline
+                    event = decode_event(line[:-1], line_no)
+                else:
+                    event = event_from_json(obj, line_no)
+                feed(event)
+            except LogError as exc:
+                if isinstance(exc, LogViolation) and exc.line is None:
+                    exc.line = line_no
+                if strict:
+                    raise
+                commits, rest = _commits_later(line, it)
+                if commits:
+                    raise
+                reason = (
+                    exc.message if isinstance(exc, UnreadableLineError | LogViolation) else str(exc)
+                )
+                tail = TornTail(line_no, offset, len(line) + rest, reason)
+                break
+            if sink is not None and (sink_types is None or event.type in sink_types):
+                sink(event)
+        offset += len(line)
+        count += 1
+    return LineScan(header, checker, count, tail)
+
+
+class _Unreadable:
+    """Marks a line orjson could not parse (``None`` is a JSON value)."""
+
+
+_UNREADABLE: Final = _Unreadable()
+
+
+def lines_of(data: bytes) -> Iterator[bytes]:
+    """The lines of in-memory bytes, as :func:`scan_lines` takes them (cut after each newline;
+    the last keeps no newline if the bytes end without one)."""
+    start = 0
+    find = data.find
+    while True:
+        end = find(b"\n", start) + 1
+        if end == 0:
+            if start < len(data):
+                yield data[start:]
+            return
+        yield data[start:end]
+        start = end
+
+
 def scan_log(data: bytes, *, strict: bool = True) -> Scan:
     """Decode and check a log file's bytes. See the module docstring for the two modes.
 
     Raises :class:`HeaderError` for a missing or foreign header, :class:`UnreadableLineError`
     for a complete line that is not JSON, :class:`LogViolation` for an event breaking a rule.
+    This is :func:`scan_lines` keeping every event, for callers that need them in memory.
     """
-    split = split_log(data)
-    if split.header is None:
-        if data:
-            raise HeaderError("the header line is incomplete (no newline)")
-        raise HeaderError("the file is empty (no session header)")
-    header = decode_header(split.header)
-    checker = LogChecker()
     events: list[Event] = []
-    append = events.append
-    feed = checker.feed
-    lines = split.lines
-    for index, (line_no, line) in enumerate(lines):
-        try:
-            event = decode_event(line, line_no)
-            feed(event)
-        except LogError as exc:
-            if isinstance(exc, LogViolation) and exc.line is None:
-                exc.line = line_no
-            if strict or _commits_later(lines, index):
-                raise
-            offset = _offset_of(split, index)
-            reason = (
-                exc.message if isinstance(exc, UnreadableLineError | LogViolation) else str(exc)
-            )
-            tail = TornTail(line_no, offset, len(data) - offset, reason)
-            return Scan(header, events, checker, tail)
-        append(event)
-    if split.torn_tail:
-        line_no = len(lines) + 2
-        reason = "final line has no newline (torn write)"
-        return Scan(
-            header,
-            events,
-            checker,
-            TornTail(line_no, split.committed_bytes, len(split.torn_tail), reason),
-        )
-    return Scan(header, events, checker, None)
+    scan = scan_lines(lines_of(data), strict=strict, sink=events.append)
+    return Scan(scan.header, events, scan.checker, scan.tail)
 
 
-def _commits_later(lines: list[tuple[int, bytes]], start: int) -> bool:
-    """Whether a complete line from ``start`` on (the damaged line itself included) is a JSON
+def _commits_later(line: bytes, rest: Iterator[bytes]) -> tuple[bool, int]:
+    """Whether a complete line from ``line`` on (the damaged line itself included) is a JSON
     object of type ``turn/end``, well-formed or not: committed data (spec/recovery.md §Torn
-    tail and corruption; the store's classifier and DSH use the same test)."""
-    for _, line in lines[start:]:
-        if b"turn" not in line:  # cheap filter; "turn\/end" is valid JSON for "turn/end"
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if type(obj) is dict and obj.get("type") == "turn/end":
-            return True
-    return False
+    tail and corruption; the store's classifier and DSH use the same test). Consumes
+    ``rest``; also returns the bytes it held, for the torn tail's size."""
+    size = 0
+    found = _is_turn_end(line)
+    for later in rest:
+        size += len(later)
+        if not found and later[-1] == _NEWLINE and _is_turn_end(later):
+            found = True
+    return found, size
 
 
-def _offset_of(split: SplitLog, index: int) -> int:
-    # Header plus every complete line before ``index``, each with its newline.
-    assert split.header is not None
-    return len(split.header) + 1 + sum(len(line) + 1 for _, line in split.lines[:index])
+def _is_turn_end(line: bytes) -> bool:
+    if b"turn" not in line:  # cheap filter; "turn\/end" is valid JSON for "turn/end"
+        return False
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return type(obj) is dict and obj.get("type") == "turn/end"
 
 
-__all__ = ["HeaderError", "Scan", "TornTail", "scan_log"]
+__all__ = ["HeaderError", "LineScan", "Scan", "TornTail", "lines_of", "scan_lines", "scan_log"]

@@ -20,7 +20,8 @@ from .events import Event
 class TruncateReport:
     """What truncating the open turn throws away."""
 
-    #: The events that survive: everything before the open turn's ``turn/start``.
+    #: The events that survive: everything before the open turn's ``turn/start``. Empty when
+    #: the report comes from a streamed reading (:class:`TruncateFold`), which only counts them.
     kept: Sequence[Event]
     #: The events thrown away, in log order.
     dropped: Sequence[Event]
@@ -41,11 +42,13 @@ class TruncateReport:
     reclaimed_messages: int
     #: Messages queued while the dropped turn ran: the truncated log forgets they were sent.
     forgotten_messages: int
+    #: How many events survive (``len(kept)`` when ``kept`` is filled in).
+    kept_count: int
 
     def to_json(self) -> dict[str, Any]:
         return {
             "turn": self.turn,
-            "keptEvents": len(self.kept),
+            "keptEvents": self.kept_count,
             "droppedEvents": len(self.dropped),
             "droppedByType": dict(self.dropped_by_type),
             "streamedChars": self.streamed_chars,
@@ -71,8 +74,45 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
             start = index
             break
     if start is None:
-        return TruncateReport(events, [], None, {}, 0, 0, [], [], 0, 0)
-    dropped = events[start:]
+        return _report(events, len(events), [])
+    return _report(events[:start], start, events[start:])
+
+
+class TruncateFold:
+    """:func:`truncate_open_turn` over a stream: :meth:`feed` events, then :meth:`report`.
+
+    It holds only the events of the turn that is open at the moment (the candidates for
+    dropping) and a count of the rest, so a long log is accounted for in the memory of its
+    last turn.
+    """
+
+    __slots__ = ("_kept", "_open")
+
+    def __init__(self) -> None:
+        self._kept = 0
+        self._open: list[Event] = []  # from the open turn's turn/start on; empty between turns
+
+    def feed(self, event: Event) -> None:
+        kind = event.type
+        if kind == "turn/start":
+            self._kept += len(self._open)  # only reached on a log that breaks I2
+            self._open = [event]
+        elif self._open:
+            if kind == "turn/end":
+                self._kept += len(self._open) + 1
+                self._open = []
+            else:
+                self._open.append(event)
+        else:
+            self._kept += 1
+
+    def report(self) -> TruncateReport:
+        return _report((), self._kept, self._open)
+
+
+def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) -> TruncateReport:
+    if not dropped:
+        return TruncateReport(kept, [], None, {}, 0, 0, [], [], 0, 0, kept_count)
     streamed = output = reclaimed = forgotten = 0
     dispatched: list[str] = []
     results: list[str] = []
@@ -91,7 +131,7 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
             if "outcome" not in data:
                 reclaimed += data.get("removedCount", 0)
     return TruncateReport(
-        kept=events[:start],
+        kept=kept,
         dropped=dropped,
         turn=dropped[0].data["turn"],
         dropped_by_type=dict(Counter(e.type for e in dropped)),
@@ -101,4 +141,5 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
         lost_results=results,
         reclaimed_messages=reclaimed,
         forgotten_messages=forgotten,
+        kept_count=kept_count,
     )

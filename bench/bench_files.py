@@ -1,0 +1,117 @@
+"""The file commands on a long-session log, side by side with bare parsers, in one run.
+
+``python -m bench files`` (``--turns N``, or ``TRIO_AGENT_BENCH_TURNS``; ``make bench-big``
+runs the 32,000-turn, 286 MB case). The log (bench/biglog.py) is generated into a temporary
+directory and removed afterwards. Each contender runs in its own subprocess; its CPU time
+(user + sys) and peak RSS are that child's own ``wait4`` rusage, so the figures do not mix.
+
+Contenders:
+
+* node: read the file in chunks and ``JSON.parse`` every line (the baseline when node is on
+  PATH; otherwise "node not found" and orjson is the baseline);
+* python: ``orjson.loads`` of every line, streamed;
+* ``trio-agent check`` / ``repair`` / ``fold`` / ``truncate`` on the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import attrs
+
+from .biglog import make_log
+
+DEFAULT_TURNS = int(os.environ.get("TRIO_AGENT_BENCH_TURNS", "4000"))
+
+_NODE_PARSE = r"""
+const fs = require("fs");
+const fd = fs.openSync(process.argv[1], "r");
+const buf = Buffer.allocUnsafe(1 << 24);
+let carry = Buffer.alloc(0), lines = 0;
+for (;;) {
+  const n = fs.readSync(fd, buf, 0, buf.length, null);
+  if (n === 0) break;
+  let chunk = Buffer.concat([carry, buf.subarray(0, n)]);
+  const end = chunk.lastIndexOf(10) + 1;
+  carry = Buffer.from(chunk.subarray(end));
+  const parts = chunk.toString("utf8", 0, end).split("\n");
+  for (let i = 0; i < parts.length - 1; i++) { JSON.parse(parts[i]); lines++; }
+}
+console.log(lines);
+"""
+
+_ORJSON_PARSE = """
+import sys, orjson
+n = 0
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        if line.endswith(b"\\n"):
+            orjson.loads(line)
+            n += 1
+print(n)
+"""
+
+
+@attrs.frozen
+class Usage:
+    cpu: float  # user + sys seconds
+    rss_mb: float  # peak resident set, MB
+    exit: int
+
+
+def run_child(argv: list[str]) -> Usage:
+    """Run ``argv`` with output discarded; its own rusage from ``wait4``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Usage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench files")
+    parser.add_argument("--turns", type=int, default=DEFAULT_TURNS)
+    parser.add_argument("--repeat", type=int, default=1, help="best of N for each contender")
+    args = parser.parse_args(argv if argv is not None else [])
+    tmp = Path(tempfile.mkdtemp(prefix="trio-agent-bench-"))
+    try:
+        log = tmp / "session.jsonl"
+        size, events = make_log(log, args.turns)
+        print(f"log: {size / 1e6:.0f} MB, {events:,} events, {args.turns:,} turns (last open)")
+        py = sys.executable
+        cli = [py, "-m", "trio_agent"]
+        contenders: list[tuple[str, list[str] | None]] = []
+        node = shutil.which("node")
+        contenders.append(
+            ("node JSON.parse per line", [node, "-e", _NODE_PARSE, str(log)] if node else None)
+        )
+        contenders.append(("orjson.loads per line", [py, "-c", _ORJSON_PARSE, str(log)]))
+        for command in ("check", "repair", "fold", "truncate"):
+            contenders.append((f"trio-agent {command}", [*cli, command, str(log)]))
+        results: dict[str, Usage] = {}
+        for name, command_argv in contenders:
+            if command_argv is None:
+                print(f"{name:28} node not found")
+                continue
+            runs = [run_child(command_argv) for _ in range(args.repeat)]
+            results[name] = min(runs, key=lambda u: u.cpu)
+        base_name = next(iter(results))
+        base = results[base_name]
+        for name, usage in results.items():
+            ratio = usage.cpu / base.cpu
+            status = "" if usage.exit == 0 else f"  EXIT {usage.exit}"
+            print(
+                f"{name:28} cpu {usage.cpu:7.2f} s  {usage.cpu / events * 1e6:5.2f} us/event  "
+                f"{ratio:5.2f}x {base_name.split()[0]}  peak rss {usage.rss_mb:7.1f} MB{status}"
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
