@@ -10,7 +10,10 @@ Contenders:
 * node: read the file in chunks and ``JSON.parse`` every line (the baseline when node is on
   PATH; otherwise "node not found" and orjson is the baseline);
 * python: ``orjson.loads`` of every line, streamed;
-* ``trio-agent check`` / ``repair`` / ``fold`` / ``truncate`` on the same file.
+* ``trio-agent check`` / ``repair`` / ``fold`` / ``truncate`` / ``show`` on the same file;
+* cold open: ``JsonlStore.open`` of a copy of the file (it repairs the open turn, so it gets
+  its own copy), holding the live session; its peak RSS is also given as a multiple of the
+  file's size.
 """
 
 from __future__ import annotations
@@ -57,6 +60,18 @@ with open(sys.argv[1], "rb") as f:
 print(n)
 """
 
+_COLD_OPEN = """
+import sys, trio
+from trio_agent.store import JsonlStore
+
+async def main():
+    async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
+        session = await store.open(sys.argv[2])
+        print(len(session.events), session.open_turn)
+
+trio.run(main)
+"""
+
 
 @attrs.frozen
 class Usage:
@@ -91,14 +106,24 @@ def main(argv: list[str] | None = None) -> None:
             ("node JSON.parse per line", [node, "-e", _NODE_PARSE, str(log)] if node else None)
         )
         contenders.append(("orjson.loads per line", [py, "-c", _ORJSON_PARSE, str(log)]))
-        for command in ("check", "repair", "fold", "truncate"):
+        for command in ("check", "repair", "fold", "truncate", "show"):
             contenders.append((f"trio-agent {command}", [*cli, command, str(log)]))
+        store = tmp / "store"
+        session_dir = store / "bench"
+        session_dir.mkdir(parents=True)
+        copy = session_dir / "session.jsonl"
+        cold_open = [py, "-c", _COLD_OPEN, str(store), "bench"]
+        contenders.append(("cold open (JsonlStore.open)", cold_open))
         results: dict[str, Usage] = {}
         for name, command_argv in contenders:
             if command_argv is None:
                 print(f"{name:28} node not found")
                 continue
-            runs = [run_child(command_argv) for _ in range(args.repeat)]
+            runs = []
+            for _ in range(args.repeat):
+                if name.startswith("cold open"):
+                    shutil.copyfile(log, copy)  # a fresh cold copy for every run
+                runs.append(run_child(command_argv))
             results[name] = min(runs, key=lambda u: u.cpu)
         base_name = next(iter(results))
         base = results[base_name]
@@ -107,8 +132,12 @@ def main(argv: list[str] | None = None) -> None:
             status = "" if usage.exit == 0 else f"  EXIT {usage.exit}"
             print(
                 f"{name:28} cpu {usage.cpu:7.2f} s  {usage.cpu / events * 1e6:5.2f} us/event  "
-                f"{ratio:5.2f}x {base_name.split()[0]}  peak rss {usage.rss_mb:7.1f} MB{status}"
+                f"{ratio:5.2f}x {base_name.split()[0]}  peak rss {usage.rss_mb:7.1f} MB"
+                f" ({usage.rss_mb * 2**20 / size:4.2f}x file){status}"
             )
+        check, cold = results.get("trio-agent check"), results.get("cold open (JsonlStore.open)")
+        if check is not None and cold is not None:
+            print(f"cold open / check: {cold.cpu / check.cpu:.2f}x cpu (target <= 1.5x)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

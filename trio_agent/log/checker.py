@@ -12,11 +12,12 @@ the last check of an event has passed.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from .errors import LogViolation
-from .events import STEP_SCOPED, Event
+from .events import STEP_SCOPED, Event, OutputStream
 from .inbox import InboxProjection, SpliceError
 from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
 from .schema import DATA_PREDICATES
@@ -152,35 +153,58 @@ class LogChecker:
         only accept what :meth:`feed` accepts (a property test holds both to that).
         """
         # Every check mirrors one of decode_event (I0) or feed/_check_in_step/handler, in a
-        # cheaper form that is only ever stricter.
+        # cheaper form that is only ever stricter. The common shapes (a text delta; an output
+        # line) are tested inline, without a call; any other shape of the two types goes
+        # through the compiled predicate of its data class.
         if type(obj) is not dict or len(obj) != 4:
             return False
-        kind = obj.get("type")
-        data: Any
-        if kind == "assistant/chunk":
-            if self._phase >= _ANSWERED:  # I9
+        try:  # a missing key or a value of the wrong type declines (KeyError, TypeError)
+            kind = obj["type"]
+            data = obj["data"]
+            if type(data) is not dict:
                 return False
-            data = obj.get("data")
-            if not _chunk_ok(data):
+            if kind == "assistant/chunk":
+                if self._phase >= _ANSWERED:  # I9
+                    return False
+                chunk = data["chunk"]
+                if not (
+                    len(data) == 3
+                    and type(chunk) is dict
+                    and len(chunk) == 2
+                    and chunk["type"] == "text-delta"
+                    and type(chunk["text"]) is str
+                ) and not _chunk_ok(data):
+                    return False
+            elif kind == "tool/output":
+                call_id = data["callId"]
+                if not (
+                    len(data) == 5
+                    and type(call_id) is str
+                    and call_id
+                    and type(data["text"]) is str
+                    and data["stream"] in _STREAMS
+                ) and not _output_ok(data):
+                    return False
+                call = self._calls.get(call_id)
+                if call is None or not call.dispatched or call.resolved:  # I13
+                    return False
+            else:
                 return False
-        elif kind == "tool/output":
-            data = obj.get("data")
-            if not _output_ok(data):
-                return False
-            call = self._calls.get(data["callId"])
-            if call is None or not call.dispatched or call.resolved:  # I13
-                return False
-        else:
+            seq = obj["seq"]
+            time = obj["time"]
+            turn = data["turn"]
+            step = data["step"]
+        except (KeyError, TypeError):
             return False
-        seq = obj.get("seq")
-        time = obj.get("time")
         if (
             seq != self.next_seq  # I1 (next_seq >= 0, so a matching int is a valid seq)
             or type(seq) is not int
             or type(time) is not int
             or time < 0
-            or data["turn"] != self.open_turn  # I7/I8: the open turn has not ended
-            or data["step"] != self.open_step
+            or type(turn) is not int  # I0 (a bool equals 1; the predicate's type test)
+            or type(step) is not int
+            or turn != self.open_turn  # I7/I8: the open turn has not ended
+            or step != self.open_step
             or self._repairing  # I17
         ):
             return False
@@ -530,6 +554,8 @@ class LogChecker:
 
 _chunk_ok: Final = DATA_PREDICATES["assistant/chunk"]
 _output_ok: Final = DATA_PREDICATES["tool/output"]
+#: The values of ``tool/output.stream`` (spec/log.md), as the inline fast test reads them.
+_STREAMS: Final = frozenset(typing.get_args(OutputStream))
 
 
 def check_events(events: Iterable[Event]) -> LogChecker:

@@ -90,15 +90,25 @@ def event_from_json(obj: Any, line_no: int | None = None) -> Event:
     """The event of an already parsed line: rule ``I0`` as in :func:`decode_event`."""
     # Fast path: a well-formed event checks each envelope field once and touches nothing else.
     if type(obj) is dict and len(obj) == 4:
-        seq = obj.get("seq")
-        time = obj.get("time")
-        type_ = obj.get("type")
-        data = obj.get("data")
-        # ``type_`` must be a str before the lookup: a JSON array or object is unhashable.
-        if type(seq) is int and seq >= 0 and type(time) is int and time >= 0 and type(type_) is str:
-            valid = DATA_PREDICATES.get(type_)
-            if valid is not None and valid(data):
-                return Event(seq, time, type_, data)  # type: ignore[arg-type]
+        try:  # a missing key falls through to the explanation
+            seq = obj["seq"]
+            time = obj["time"]
+            type_ = obj["type"]
+            data = obj["data"]
+        except KeyError:
+            pass
+        else:
+            # ``type_`` must be a str before the lookup: a JSON array or object is unhashable.
+            if (
+                type(seq) is int
+                and seq >= 0
+                and type(time) is int
+                and time >= 0
+                and type(type_) is str
+            ):
+                valid = DATA_PREDICATES.get(type_)
+                if valid is not None and valid(data):
+                    return Event(seq, time, type_, data)
     raise _envelope_violation(obj, line_no)
 
 

@@ -76,6 +76,7 @@ def scan_lines(
     strict: bool = True,
     sink: Sink | None = None,
     sink_types: Collection[str] | None = None,
+    line_sink: Callable[[bytes], None] | None = None,
 ) -> LineScan:
     """Decode and check a log given as its lines, in one pass, keeping no events.
 
@@ -83,8 +84,10 @@ def scan_lines(
     (iterating a binary file object does exactly this; only the last line may lack one).
     ``sink``, when given, receives every kept event in order (only those whose type is in
     ``sink_types``, when given), so a caller folds the log without holding it. The reading
-    rules are :func:`scan_log`'s (module docstring). Memory is the checker's state plus one
-    line, whatever the log's length.
+    rules are :func:`scan_log`'s (module docstring). ``line_sink``, when given, receives
+    the line (newline included) of every kept event, without decoding it again: the store
+    keeps a live session's log this way (:class:`~trio_agent.log.lines.EventLines`).
+    Memory is the checker's state plus one line, whatever the log's length.
 
     Each line is parsed once; the two types that dominate long logs are accepted by
     :meth:`LogChecker.feed_fast` without building an event, and everything else (including
@@ -107,48 +110,53 @@ def scan_lines(
         sink_types is None or "assistant/chunk" in sink_types or "tool/output" in sink_types
     )
     offset = len(first)
-    line_no = 1
-    count = 0
+    # Every kept event advanced the checker's next_seq by one (I1, from 0), so next_seq is
+    # the count of kept events and the line being read is line next_seq + 2 (1-based).
     tail: TornTail | None = None
     for line in it:
-        line_no += 1
         if line[-1] != _NEWLINE:  # only the last line can lack its newline: a torn write
-            tail = TornTail(line_no, offset, len(line), _TORN_REASON)
+            tail = TornTail(checker.next_seq + 2, offset, len(line), _TORN_REASON)
             break
         try:
             obj = loads(line)
         except decode_error:
             obj = _UNREADABLE
-        if obj is not _UNREADABLE and fast(obj):
-            if sink_fast:
-                event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
-                if sink_types is None or event.type in sink_types:
-                    sink(event)  # type: ignore[misc]
         else:
-            try:
-                if obj is _UNREADABLE:  # worded from the line as written, without its newline
-                    event = decode_event(line[:-1], line_no)
-                else:
-                    event = event_from_json(obj, line_no)
-                feed(event)
-            except LogError as exc:
-                if isinstance(exc, LogViolation) and exc.line is None:
-                    exc.line = line_no
-                if strict:
-                    raise
-                commits, rest = _commits_later(line, it)
-                if commits:
-                    raise
-                reason = (
-                    exc.message if isinstance(exc, UnreadableLineError | LogViolation) else str(exc)
-                )
-                tail = TornTail(line_no, offset, len(line) + rest, reason)
-                break
-            if sink is not None and (sink_types is None or event.type in sink_types):
-                sink(event)
+            if fast(obj):  # the hot path: most lines of a long log end here
+                if sink_fast:
+                    event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
+                    if sink_types is None or event.type in sink_types:
+                        sink(event)  # type: ignore[misc]
+                if line_sink is not None:
+                    line_sink(line)
+                offset += len(line)
+                continue
+        line_no = checker.next_seq + 2
+        try:
+            if obj is _UNREADABLE:  # worded from the line as written, without its newline
+                event = decode_event(line[:-1], line_no)
+            else:
+                event = event_from_json(obj, line_no)
+            feed(event)
+        except LogError as exc:
+            if isinstance(exc, LogViolation) and exc.line is None:
+                exc.line = line_no
+            if strict:
+                raise
+            commits, rest = _commits_later(line, it)
+            if commits:
+                raise
+            reason = (
+                exc.message if isinstance(exc, UnreadableLineError | LogViolation) else str(exc)
+            )
+            tail = TornTail(line_no, offset, len(line) + rest, reason)
+            break
+        if sink is not None and (sink_types is None or event.type in sink_types):
+            sink(event)
+        if line_sink is not None:
+            line_sink(line)
         offset += len(line)
-        count += 1
-    return LineScan(header, checker, count, tail)
+    return LineScan(header, checker, checker.next_seq, tail)
 
 
 class _Unreadable:

@@ -11,7 +11,10 @@ for one file.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from typing import BinaryIO
 
 
 class FileOps:
@@ -50,15 +53,15 @@ def write_all(ops: FileOps, fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def read_all(fd: int) -> bytes:
-    """Read a whole file from offset 0 without moving the descriptor's offset."""
-    size = os.fstat(fd).st_size
-    parts: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, max(size - offset, 1 << 16), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)  # no copy for one read
+@contextlib.contextmanager
+def reading_lines(fd: int, buffer: int = 1 << 20) -> Iterator[BinaryIO]:
+    """The file on ``fd`` from offset 0 as a buffered binary reader: iterating it yields the
+    lines, each keeping its newline (the last may lack one), so memory stays one buffer and
+    one line. The descriptor stays open and its offset is restored on exit."""
+    start = os.lseek(fd, 0, os.SEEK_CUR)
+    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        with open(fd, "rb", buffering=buffer, closefd=False) as reader:
+            yield reader
+    finally:
+        os.lseek(fd, start, os.SEEK_SET)

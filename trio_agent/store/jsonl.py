@@ -457,8 +457,8 @@ class JsonlStore:
             _read_shared, self.path_of(session_id), session_id, session_id
         )
         if live_elsewhere:
-            return scan.events
-        return scan.events + closers_after(scan)
+            return builtins.list(scan.events)
+        return [*scan.events, *closers_after(scan)]
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """A balanced snapshot, read-only.
@@ -479,8 +479,8 @@ class JsonlStore:
         if live_elsewhere:
             if scan.checker.open_turn is not None:
                 raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return scan.events
-        return scan.events + closers_after(scan)
+            return builtins.list(scan.events)
+        return [*scan.events, *closers_after(scan)]
 
     async def list(self) -> builtins.list[str]:
         """Ids of the sessions stored under the root, sorted."""

@@ -695,8 +695,8 @@ class PostgresStore:
             return builtins.list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
         if live_elsewhere:
-            return scan.events
-        return scan.events + closers_after(scan)
+            return builtins.list(scan.events)
+        return [*scan.events, *closers_after(scan)]
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """As ``JsonlStore.load``: a balanced snapshot or :class:`LiveTurnOpen`."""
@@ -710,8 +710,8 @@ class PostgresStore:
         if live_elsewhere:
             if scan.checker.open_turn is not None:
                 raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return scan.events
-        return scan.events + closers_after(scan)
+            return builtins.list(scan.events)
+        return [*scan.events, *closers_after(scan)]
 
     async def list(self) -> builtins.list[str]:
         """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.list``)."""

@@ -1,7 +1,7 @@
 """Cold open: read, classify damage, cut a torn tail, stop orphans, append closers durably.
 
-spec/persistence.md §Cold open. The classification is the log core's (pure, bytes in:
-:func:`trio_agent.log.scan_log`, spec/recovery.md §Torn tail and corruption); the rest runs
+spec/persistence.md §Cold open. The classification is the log core's (pure, lines in:
+:func:`trio_agent.log.scan_lines`, spec/recovery.md §Torn tail and corruption); the rest runs
 under the session's exclusive lock.
 
 Crash safety. The file is only ever changed in two steps, each followed by ``fsync``:
@@ -16,7 +16,7 @@ ones. Repair therefore converges to the same balanced log however often it is in
 from __future__ import annotations
 
 import gc
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -26,10 +26,11 @@ from ..log.checker import LogChecker
 from ..log.codec import encode_event
 from ..log.errors import HeaderError, LogViolation, UnreadableLineError
 from ..log.events import Event, Header
+from ..log.lines import EventLines
 from ..log.repair import closers_for
-from ..log.scan import scan_log as core_scan_log
+from ..log.scan import lines_of, scan_lines
 from .errors import SessionCorrupt, UnsupportedFormat, WriteFailed
-from .fileops import FileOps, read_all, write_all
+from .fileops import FileOps, reading_lines, write_all
 
 #: ``(call_id, pgid, identity)`` of a process group logged by an unanswered call of the open turn.
 Orphan = tuple[str, int, str]
@@ -79,8 +80,8 @@ class Scan:
     """What a cold read of a log found (no modification)."""
 
     header: Header
-    #: The valid events, in order (the prefix that is kept).
-    events: list[Event]
+    #: The valid events, in order (the prefix that is kept), held as their lines.
+    events: EventLines
     #: A checker fed exactly :attr:`events`.
     checker: LogChecker
     #: Length of the valid prefix in bytes: the file is cut here.
@@ -99,17 +100,39 @@ class Scan:
         return self.size - self.keep
 
 
-def scan_log(data: bytes, path: str, expect_id: str | None = None) -> Scan:
-    """Classify a log file's bytes (spec/recovery.md §Torn tail and corruption).
+class _CountedLines:
+    """Passes lines through, counting bytes and complete lines (for the tail's figures)."""
 
-    The classification is the log core's (:func:`trio_agent.log.scan_log` with
+    __slots__ = ("_lines", "bytes", "complete", "last_complete")
+
+    def __init__(self, lines: Iterable[bytes]) -> None:
+        self._lines = lines
+        self.bytes = 0
+        self.complete = 0
+        self.last_complete = True
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self._lines:
+            self.bytes += len(line)
+            self.last_complete = line.endswith(b"\n")
+            self.complete += self.last_complete
+            yield line
+
+
+def scan_lines_of(lines: Iterable[bytes], path: str, expect_id: str | None = None) -> Scan:
+    """Classify a log given as its lines (spec/recovery.md §Torn tail and corruption).
+
+    The classification is the log core's (:func:`trio_agent.log.scan_lines` with
     ``strict=False``); this maps its verdicts to store errors. Raises
     :class:`UnsupportedFormat` for a missing or foreign header (another format version
     included) and :class:`SessionCorrupt` for damage at or before the last committed
-    ``turn/end``.
+    ``turn/end``. The kept events are held as their lines (:class:`EventLines`), so a cold
+    open holds about the file's size, not the several times more that decoded events take.
     """
+    counted = _CountedLines(lines)
+    kept = EventLines()
     try:
-        core = core_scan_log(data, strict=False)
+        core = scan_lines(counted, strict=False, line_sink=kept.append_line)
     except HeaderError as exc:
         raise UnsupportedFormat(path, str(exc)) from None
     except UnreadableLineError as exc:
@@ -121,20 +144,24 @@ def scan_log(data: bytes, path: str, expect_id: str | None = None) -> Scan:
             path, 1, None, None, f"the header names session {core.header.id!r}, not {expect_id!r}"
         )
     tail = core.tail
-    keep = len(data) if tail is None else tail.offset
     return Scan(
         header=core.header,
-        events=core.events,
+        events=kept,
         checker=core.checker,
-        keep=keep,
-        size=len(data),
-        dropped_lines=data.count(b"\n", keep),
-        torn=not data.endswith(b"\n") and bool(data),
+        keep=counted.bytes if tail is None else tail.offset,
+        size=counted.bytes,
+        dropped_lines=counted.complete - 1 - core.count,  # the header is the first line
+        torn=not counted.last_complete,
         damage=None if tail is None else f"line {tail.line}: {tail.reason}",
     )
 
 
-def orphans_of(scan_events: list[Event], checker: LogChecker) -> list[Orphan]:
+def scan_log(data: bytes, path: str, expect_id: str | None = None) -> Scan:
+    """:func:`scan_lines_of` of a log's bytes held in memory."""
+    return scan_lines_of(lines_of(data), path, expect_id)
+
+
+def orphans_of(scan_events: Sequence[Event], checker: LogChecker) -> list[Orphan]:
     """Process groups logged by dispatched calls of the open step that have no result."""
     if checker.open_step is None:
         return []
@@ -154,7 +181,7 @@ def orphans_of(scan_events: list[Event], checker: LogChecker) -> list[Orphan]:
 
 def closers_after(scan: Scan, stopped: Mapping[str, str] | None = None) -> list[Event]:
     """The closers of a scanned log; their time is the last event's (deterministic)."""
-    last_time = scan.events[-1].time if scan.events else scan.header.created_at
+    last_time = scan.checker.last_time if len(scan.events) else scan.header.created_at
     return closers_for(scan.checker, last_time, stopped)
 
 
@@ -168,17 +195,18 @@ class ColdOpen:
 
 
 def read_and_scan(fd: int, path: str, expect_id: str | None) -> Scan:
-    """Read the whole file and :func:`scan_log` it (blocking; run it in a worker thread).
+    """Read the file on ``fd`` from offset 0 as a stream of lines and :func:`scan_lines_of`
+    it (blocking; run it in a worker thread). The descriptor's offset is left where it was.
 
-    The cyclic garbage collector is paused meanwhile: a scan builds millions of acyclic
-    objects that all stay alive, and letting the collector walk that growing heap again and
-    again roughly doubles the time of a cold open of a large log (bench/bench_store.py).
+    The cyclic garbage collector is paused meanwhile: a scan builds a million small acyclic
+    objects that all stay alive (the kept lines), and letting the collector walk that
+    growing heap again and again slows a cold open of a large log a lot (bench/bench_files.py).
     """
-    data = read_all(fd)
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return scan_log(data, path, expect_id)
+        with reading_lines(fd) as lines:
+            return scan_lines_of(lines, path, expect_id)
     finally:
         if enabled:
             gc.enable()

@@ -26,6 +26,7 @@ from ..log.consumed import ConsumedWork, fold_consumed_work
 from ..log.errors import LogViolation
 from ..log.events import Event
 from ..log.inbox import InboxProjection
+from ..log.lines import EventLines, as_event_lines
 from ..log.schema import DATA_VALIDATORS, SchemaError
 from .errors import ReentrantAppend, SessionClosed
 
@@ -63,11 +64,11 @@ class Sink(Protocol):
 
 
 class _EventsView(Sequence[Event]):
-    """A read-only, live view of the session's events (no copy)."""
+    """A read-only, live view of the session's events (no copy; decoded when read)."""
 
     __slots__ = ("_events",)
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: EventLines) -> None:
         self._events = events
 
     def __len__(self) -> int:
@@ -84,6 +85,14 @@ class _EventsView(Sequence[Event]):
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self._events)
+
+    def __reversed__(self) -> Iterator[Event]:
+        return reversed(self._events)
+
+    def __eq__(self, other: object) -> bool:
+        return self._events == other
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"<{len(self._events)} events>"
@@ -129,7 +138,9 @@ class Session:
         self._id = id
         self._sink = sink
         self._clock: Clock = clock if clock is not None else wall_clock_ms
-        self._events: list[Event] = list(events)
+        # The log is kept as its encoded lines (spec/persistence.md §Memory): a long session
+        # holds about its file's size, not the several times more that decoded events take.
+        self._events = as_event_lines(events)
         if checker is None:
             checker = LogChecker()
             checker.feed_all(self._events)
@@ -140,7 +151,7 @@ class Session:
         self._observers: list[Observer] = []
         self._notifying = _NOT_NOTIFYING
         self._closed = False
-        self._last_time = self._events[-1].time if self._events else 0
+        self._last_time = checker.last_time
 
     @classmethod
     def in_memory(
@@ -234,7 +245,7 @@ class Session:
         if sink is not None:
             sink.admit(type, len(line))
         self._checker.feed(event)  # raises LogViolation and changes nothing on a bad event
-        self._events.append(event)
+        self._events.append_line(line)
         self._last_time = now
         if sink is not None:
             sink.submit(line)
