@@ -59,8 +59,11 @@ def carrying(marker: str) -> list[int]:
 
 def _script(kinds: list[str]) -> tuple[str, int]:
     jobs = " ".join(ESCAPES[k][0] for k in kinds)
-    # +1: the leader (bash) itself, which waits for its group's jobs.
-    return f"{jobs} wait", 1 + sum(ESCAPES[k][1] for k in kinds)
+    # +1: the leader itself, which becomes a sleep that outlives its jobs. (A leader that
+    # `wait`s would exit as soon as the double fork's first process does, so the count
+    # would only transiently reach its expected value.) A process of the double fork's
+    # chain forks before it exits, so the chain always counts for at least one.
+    return f"{jobs} exec sleep 1000", 1 + sum(ESCAPES[k][1] for k in kinds)
 
 
 KINDS = [[k] for k in ESCAPES] + [list(ESCAPES)]

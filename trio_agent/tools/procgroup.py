@@ -41,12 +41,12 @@ DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 #: left the group (spec/tools.md §10) still holds a pipe; then we stop reading after this long.
 PIPE_DRAIN_WAIT = 1.0
 
-# Poll with a short, growing interval: most groups vanish within a millisecond or two of the
-# signal. A scan reads one stat file per process on the host (about 10 µs each), so the
-# interval also grows with the measured cost of a scan (see _wait_group_empty).
-_POLL_FIRST = 0.001
-_POLL_GROWTH = 1.5
-_POLL_MAX = 0.02
+# Waiting for a group to empty sleeps on the members' pidfds, so it wakes the moment the last
+# of them exits; no polling interval sets the latency. A wait also ends after a back-stop
+# (doubling from the first value to the cap) and rescans, for the one change a pidfd does not
+# report: a member leaving the group alive (setsid, setpgid), which stops counting as a member.
+_BACKSTOP_FIRST = 0.005
+_BACKSTOP_MAX = 0.2
 
 # A stat line is 52 numbers and a command name of at most 64 bytes: well under this.
 _STAT_MAX = 4096
@@ -269,22 +269,18 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
-async def _wait_group_empty(
-    pgid: int, seen: set[int], deadline: float, *, pause_first: bool, kill: bool
-) -> list[int]:
-    """Poll until the group has no live member or ``deadline``; returns who is left.
+async def _wait_group_empty(pgid: int, seen: set[int], deadline: float, *, kill: bool) -> list[int]:
+    """Wait until the group has no live member or ``deadline``; returns who is left.
 
-    ``pause_first`` skips the scan that would run right after a signal: nothing has had time
-    to die yet, and a scan costs about a millisecond. With ``kill``, SIGKILL is re-sent
-    whenever a scan finds members, which reaches a process that joined the group after the
-    previous signal; it is only ever sent right after a scan saw live members, and those
-    pin the pgid (see the module docstring).
+    Each round scans the group once, then sleeps on the members' pidfds until all have
+    exited (or the back-stop, or ``deadline``), then scans again: a member may have forked
+    before it died, and the scan finds the child. With ``kill``, SIGKILL is re-sent whenever
+    a scan finds members, which reaches a process that joined the group after the previous
+    signal; it is only ever sent right after a scan saw live members, and those pin the pgid
+    (see the module docstring).
     """
-    delay = _POLL_FIRST
-    if pause_first:
-        await trio.sleep(max(0.0, min(delay, deadline - trio.current_time())))
+    backstop = _BACKSTOP_FIRST
     while True:
-        scan_start = trio.current_time()
         members = group_members(pgid)
         seen.update(members)
         if not members:
@@ -294,11 +290,8 @@ async def _wait_group_empty(
         now = trio.current_time()
         if now >= deadline:
             return members
-        await trio.sleep(min(delay, deadline - now))
-        # A scan reads every process's stat file, so on a busy host it is not free. Early
-        # polls stay quick (that is when groups die); the steady interval of a long grace is
-        # kept at four scans' worth or more, so scanning takes at most a fifth of the time.
-        delay = min(delay * _POLL_GROWTH, max(_POLL_MAX, 4 * (now - scan_start)))
+        await _wait_all_gone(members, min(deadline, now + backstop), pgid=pgid)
+        backstop = min(backstop * 2, _BACKSTOP_MAX)
 
 
 async def terminate_group(
@@ -341,7 +334,7 @@ async def terminate_group(
         term_sent = _signal_group(pgid, signal.SIGTERM) or term_sent
         # A stopped member (SIGSTOP, Ctrl+Z) would sit on the SIGTERM until continued.
         _signal_group(pgid, signal.SIGCONT)
-        members = await _wait_group_empty(pgid, seen, grace_end, pause_first=True, kill=False)
+        members = await _wait_group_empty(pgid, seen, grace_end, kill=False)
     if escapees:
         await _wait_all_gone(escapees, grace_end)
     kill_needed = bool(members) or any(_is_alive(pid) for pid in escapees)
@@ -351,9 +344,7 @@ async def terminate_group(
         # forked after that scan still gets it (the kernel fails a fork that races a group
         # signal), so nothing of the group can outlive this line.
         _signal_group(pgid, signal.SIGKILL)
-        survivors = await _wait_group_empty(
-            pgid, seen, trio.current_time() + kill_wait, pause_first=kill_needed, kill=True
-        )
+        survivors = await _wait_group_empty(pgid, seen, trio.current_time() + kill_wait, kill=True)
     if marker is not None:
         killed, stuck = await _kill_marked(marker, kill_wait, skip=survivors)
         escaped.update(pid for pid in killed if pid not in seen)
@@ -423,24 +414,32 @@ def _is_alive(pid: int) -> bool:
     return stat is not None and stat.state not in _EXITED_STATES
 
 
-async def _wait_gone(pid: int) -> None:
-    """Return once ``pid`` (any process, not only a child) has exited; never reaps it."""
+async def _wait_gone(pid: int, pgid: int | None = None) -> None:
+    """Return once ``pid`` (any process, not only a child) has exited; never reaps it.
+
+    With ``pgid``, also return at once if, once its pidfd is open, ``pid`` is no longer a
+    live member of that group: the pid seen by a scan may have exited and been reused since.
+    """
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return
     try:
+        if pgid is not None:
+            stat = _read_stat(pid)
+            if stat is None or stat.pgrp != pgid or stat.state in _EXITED_STATES:
+                return
         await trio.lowlevel.wait_readable(fd)
     finally:
         os.close(fd)
 
 
-async def _wait_all_gone(pids: Iterable[int], deadline: float) -> None:
+async def _wait_all_gone(pids: Iterable[int], deadline: float, *, pgid: int | None = None) -> None:
     """Wait on each pid's pidfd (no polling) until all have exited or ``deadline``."""
     with trio.move_on_at(deadline):
         async with trio.open_nursery() as nursery:
             for pid in pids:
-                nursery.start_soon(_wait_gone, pid)
+                nursery.start_soon(_wait_gone, pid, pgid)
 
 
 # --------------------------------------------------------------------------------------------
