@@ -23,7 +23,6 @@ from trio_agent.store import (
     JsonlStore,
     PendingLimitExceeded,
     Session,
-    SessionClosed,
     WriteFailed,
 )
 from trio_agent.store.writer import Writer
@@ -263,25 +262,6 @@ async def test_background_failure_overlapping_a_flush_is_retried_inside_it(
             nursery.start_soon(release)
             await s.flush()  # began before the failure: retries it and succeeds
         assert on_disk(store.path_of("s")) == list(s.events)
-
-
-async def test_close_with_a_failing_disk_raises_releases_and_leaves_a_valid_prefix(
-    tmp_path: Path,
-) -> None:
-    ops = FaultyOps()
-    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
-        s = await store.create("s")
-        turn(s, 1)
-        await s.flush()
-        s.append("turn/start", {"turn": 2})
-        ops.fail["write"] = [ENOSPC]
-        with pytest.raises(WriteFailed):
-            await s.aclose()
-        assert s.closed
-        with pytest.raises(SessionClosed):
-            await s.flush()
-        again = await store.open("s")  # the lock is free: a cold open of the durable prefix
-        assert list(again.events) == list(s.events)[:7]
 
 
 # -- memory bound -------------------------------------------------------------------------------
