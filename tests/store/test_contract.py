@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import random
+import time
+from collections.abc import Callable
 
 import pytest
 import trio
+import trio.testing
 from pg_helpers import TURN, Child, close_turn
 from store_kit import StoreKit
 from store_workload import workload
@@ -21,6 +24,7 @@ from store_workload import workload
 from trio_agent.log import Event, check_events, encode_event
 from trio_agent.store import (
     LiveTurnOpen,
+    PendingLimitExceeded,
     Session,
     SessionClosed,
     SessionCorrupt,
@@ -30,6 +34,7 @@ from trio_agent.store import (
     StoreError,
     WriteFailed,
 )
+from trio_agent.store.writer import Writer
 
 
 class Clock:
@@ -293,6 +298,98 @@ async def test_append_from_another_thread_is_refused_and_records_nothing(
         assert len(s.events) == 0
         s.append("turn/start", {"turn": 1})
         await s.flush()
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait (real time, through a worker thread) until ``predicate()`` holds; no time limit."""
+    while not predicate():
+        await trio.to_thread.run_sync(time.sleep, 0.001)
+
+
+def writer_of(session: Session) -> Writer:
+    sink = session._sink
+    assert isinstance(sink, Writer)
+    return sink
+
+
+async def test_fixed_window_from_the_first_event(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=0.020) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        s.append("turn/start", {"turn": 1})
+        mock_clock.jump(0.010)
+        s.append("step/start", {"turn": 1, "step": 1})  # joins; does not extend the window
+        mock_clock.jump(0.009)
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 0 and any_store.durable("s") == []
+        mock_clock.jump(0.001)  # 20 ms after the first event
+        await until(lambda: w.batches == 1)
+        assert w.pending_events == 0
+        assert any_store.durable("s") == lines(list(s.events))
+        # Quiet again: new work gets a window of its own.
+        mock_clock.jump(1)
+        s.append("step/end", {"turn": 1, "step": 1})
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 1 and len(any_store.durable("s")) == 2
+        mock_clock.jump(0.020)
+        await until(lambda: w.batches == 2)
+        assert any_store.durable("s") == lines(list(s.events))
+
+
+async def test_soft_limit_writes_without_waiting_for_the_window(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=60.0, soft_limit=300, hard_limit=100_000) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        play(s, 1)  # past the soft limit
+        await until(lambda: w.batches >= 1)
+        await s.wait_writable()
+        assert w.pending_bytes < 300
+
+
+async def test_hard_limit_refuses_streaming_but_admits_closing_events(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=60.0, soft_limit=200, hard_limit=1000) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        with any_store.failing():  # the sink is gone
+            s.append("turn/start", {"turn": 1})
+            s.append("step/start", {"turn": 1, "step": 1})
+            chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "x" * 40}}
+            for _ in range(3):
+                s.append("assistant/chunk", chunk)
+            assert w.pending_bytes > 200
+            with pytest.raises(WriteFailed):  # past the soft limit: wait_writable tries, fails
+                await s.wait_writable()
+            with pytest.raises(PendingLimitExceeded, match="refused") as info:
+                for _ in range(100):
+                    s.append("assistant/chunk", chunk)
+            assert info.value.limit == 1000
+            refused_at = len(s.events)
+            assert w.pending_bytes <= 1000 and refused_at < 100
+            # Nothing was recorded for the refused event, and the turn can still be closed.
+            msg = {"id": "a", "content": []}
+            s.append(
+                "assistant/message", {"turn": 1, "step": 1, "message": msg, "interrupted": True}
+            )
+            s.append("step/end", {"turn": 1, "step": 1})
+            error = {"code": "STORE", "message": "sink gone"}
+            s.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": error}})
+            with pytest.raises(PendingLimitExceeded):
+                s.append("turn/start", {"turn": 2})
+        await s.flush()  # the sink is back
+        assert any_store.durable("s") == lines(list(s.events))
+
+
+def test_writer_parameters_are_checked(any_store: StoreKit) -> None:
+    with pytest.raises(ValueError, match="window"):
+        any_store.make(window=-1)
+    with pytest.raises(ValueError, match="soft_limit"):
+        any_store.make(soft_limit=10, hard_limit=5)
 
 
 # -- a failing sink ---------------------------------------------------------------------------
