@@ -190,3 +190,88 @@ async def test_killed_connection_mid_session(pg_dsn: str) -> None:
         except WriteFailed:
             await s.flush()  # the retry, on a new connection
         assert rows(pg_dsn, "s1") == [encode_event(e)[:-1] for e in s.events]
+
+
+# -- pause/resume torture ---------------------------------------------------------------------
+
+ROUNDS = int(os.environ.get("TRIO_AGENT_TORTURE_ROUNDS", "0"))
+#: A pause round waits out a lease where a kill round only forks, so the long run takes a
+#: fifth of the torture rounds, never fewer than 200.
+PAUSE_ROUNDS = max(200, ROUNDS // 5)
+#: The zombie's lease: short, so that a round costs little; its expiry is read off the
+#: database clock, never assumed from elapsed time.
+ZOMBIE_LEASE = "0.2"
+#: The server ends a session left idle inside a transaction this long (ms): a writer stopped
+#: between the statements of a renewal holds its row lock until then, and only then can a
+#: takeover proceed (the takeover waits for it; nothing asserts how long).
+IDLE_IN_TRANSACTION_MS = 1000
+
+
+async def _pause_torture(dsn: str, rounds: int) -> tuple[int, int]:
+    """``rounds`` of: a live writer (one long-lived process, a new session per round) is
+    SIGSTOPped; its lease lapses; this process takes over, repairs and appends; SIGCONT; the
+    writer appends and flushes. Returns ``(fenced flushes, zombie events that landed after the
+    takeover)``."""
+    zombie_dsn = f"{dsn} options='-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}'"
+    zombie = Child("zombie", f"pg:{zombie_dsn}", ZOMBIE_LEASE)
+    fenced = landed = 0
+    try:
+        async with PostgresStore(dsn, lease=3600.0, owner="new", reap_orphans=None) as store:
+            for n in range(rounds):
+                sid = f"r{n}"
+                zombie.send(f"new {sid} 8")
+                assert (await zombie.aread())[0] == "ready"
+                zombie.send("go 2")  # live and writing, up to the pause
+                assert (await zombie.aread())[0] == "flushed"
+                os.kill(zombie.proc.pid, signal.SIGSTOP)
+                try:
+                    await wait_lease_lapsed(dsn, sid)
+                    taken = len(rows(dsn, sid))
+                    s = await store.open(sid)
+                    assert s.events[-1].data["reason"] == {"kind": "interrupted"}
+                    s.append("turn/start", {"turn": 2})
+                    s.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+                    await s.flush()
+                    mine = [encode_event(e)[:-1] for e in s.events]
+                finally:
+                    os.kill(zombie.proc.pid, signal.SIGCONT)
+                zombie.send("go 4")
+                verdict = await zombie.aread()
+                assert verdict[0] == "fenced" and "taken over by new" in " ".join(verdict), verdict
+                fenced += 1
+                written = rows(dsn, sid)
+                assert written[:taken] == mine[:taken]
+                landed += sum(
+                    1
+                    for i in range(taken, len(written))
+                    if i >= len(mine) or written[i] != mine[i]
+                )
+                await s.aclose()
+    finally:
+        zombie.kill()
+    return fenced, landed
+
+
+def _report(capsys: pytest.CaptureFixture[str], rounds: int, fenced: int, landed: int) -> None:
+    with capsys.disabled():
+        print(
+            f"\npause/resume torture: {rounds} rounds, {fenced} zombie flushes fenced, "
+            f"{landed} zombie events landed after the takeover"
+        )
+
+
+async def test_pause_resume_torture(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    fenced, landed = await _pause_torture(pg_dsn, 3)
+    _report(capsys, 3, fenced, landed)
+    assert fenced == 3 and landed == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ROUNDS == 0, reason="set TRIO_AGENT_TORTURE_ROUNDS (make torture)")
+async def test_pause_resume_torture_long(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rounds = PAUSE_ROUNDS
+    fenced, landed = await _pause_torture(pg_dsn, rounds)
+    _report(capsys, rounds, fenced, landed)
+    assert fenced == rounds and landed == 0
