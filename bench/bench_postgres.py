@@ -84,7 +84,8 @@ def bench_throughput(dsn: str, tmp: Path) -> None:
     for label, name, mode in rows:
         t = got[name, mode]
         versus = f"{got['jsonl', mode] / t:8.2f}x" if name == "pg" else ""
-        print(f"  {label:<43} {n / t:>9,.0f} events/s   {each / t:10.1f}x {'':>13} {versus}")
+        line = f"  {label:<43} {n / t:>9,.0f} events/s   {each / t:10.1f}x {'':>13} {versus}"
+        print(line.rstrip())
 
 
 class _Holder:
