@@ -90,18 +90,21 @@ async def hold(backend: str, sid: str, lease: float, n: int) -> None:
             say("flushed", len(session.events))
 
 
-async def flush_through(session: Session) -> SessionFenced | None:
-    """Flush until it succeeds or is fenced (a failed attempt, e.g. the server closed this
-    connection while the process was stopped, is retried)."""
-    while True:
+async def flush_through(session: Session) -> SessionFenced | WriteFailed | None:
+    """Flush until it succeeds or is fenced. A failed attempt (e.g. the server closed this
+    connection while the process was stopped) is retried; one that keeps failing is
+    returned, so that a broken fence shows as a verdict, not as a hang."""
+    for _ in range(20):
         try:
             await session.flush()
         except SessionFenced as exc:
             return exc
-        except WriteFailed:
+        except WriteFailed as exc:
+            failed = exc
             await trio.sleep(0.01)  # pacing only: the next attempt decides
             continue
         return None
+    return failed
 
 
 async def zombie(backend: str, lease: float) -> None:
@@ -130,6 +133,9 @@ async def zombie(backend: str, lease: float) -> None:
             fenced = await flush_through(session)
             if fenced is None:
                 say("flushed", len(session.events))
+                continue
+            if isinstance(fenced, WriteFailed):
+                say("failed", fenced)
                 continue
             with contextlib.suppress(SessionFenced):
                 await session.aclose()
