@@ -1,244 +1,31 @@
-"""The store contract over both backends, and the database store's leases and fencing.
+"""The database store's own rules: leases, takeover, fencing, a server that goes away.
 
-Every test runs against real parts: a throwaway PostgreSQL cluster started by the fixture
-(tests/store/pg_cluster.py), real files, real child processes, real SIGKILL/SIGSTOP/SIGCONT.
-Lease expiry is driven by the database clock: a test that needs a lease to lapse asks the
-database how long is left and waits that long, then asks again; no verdict depends on speed.
+The contract both backends share is in test_contract.py. Every test runs against real parts:
+a throwaway PostgreSQL cluster started by the fixture (tests/store/pg_cluster.py), real child
+processes, real SIGKILL/SIGSTOP/SIGCONT. Lease expiry is driven by the database clock: a test
+that needs a lease to lapse asks the database how long is left and waits that long, then asks
+again; no verdict depends on speed.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import signal
-import subprocess
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
-import trio
-from pg_cluster import Cluster, pg_cluster, pg_dsn
-from store_helpers import child_env
+from pg_cluster import Cluster
+from pg_helpers import TURN, Child, close_turn, rows, wait_lease_lapsed
 
 from trio_agent.log import check_events, encode_event
 from trio_agent.store import (
-    JsonlStore,
     LeaseHeld,
     LiveTurnOpen,
     PostgresStore,
-    SessionExists,
     SessionFenced,
     SessionLocked,
-    SessionNotFound,
     WriteFailed,
 )
-
-__all__ = ["pg_cluster", "pg_dsn"]  # fixtures, re-exported for pytest
-
-HERE = Path(__file__).resolve().parent
-CHILD = HERE / "pg_child.py"
-HANG_GUARD = 120.0  # only a hung child ever reaches it
-
-TURN = [
-    ("turn/start", {"turn": 1}),
-    ("step/start", {"turn": 1, "step": 1}),
-    ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "hi"}}),
-]
-
-
-def close_turn(session: Any, turn: int = 1) -> None:
-    session.append("step/end", {"turn": turn, "step": 1})
-    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-
-
-def rows(dsn: str, sid: str) -> list[bytes]:
-    with psycopg.connect(dsn) as conn:
-        cur = conn.execute(
-            "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (sid,)
-        )
-        got = cur.fetchall()
-    assert [s for s, _ in got] == list(range(len(got)))
-    return [bytes(line) for _, line in got]
-
-
-async def wait_lease_lapsed(dsn: str, sid: str) -> None:
-    """Wait, on the database clock, until the session's lease has expired (no time limit)."""
-    while True:
-        with psycopg.connect(dsn) as conn:
-            row = conn.execute(
-                "SELECT extract(epoch FROM expires - clock_timestamp()) FROM trio_agent_session "
-                "WHERE session_id = %s",
-                (sid,),
-            ).fetchone()
-        assert row is not None
-        if row[0] is None or row[0] <= 0:
-            return
-        await trio.sleep(float(row[0]) + 0.01)
-
-
-class Child:
-    """A pg_child.py process; lines are read with a hang guard, never a verdict timeout."""
-
-    def __init__(self, *argv: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(CHILD), *argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=child_env(),
-        )
-        assert self.proc.stdout is not None
-        self._fd = self.proc.stdout.fileno()
-        self._buf = b""
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-
-    def read(self) -> list[str]:
-        while b"\n" not in self._buf:
-            ready, _, _ = select.select([self._fd], [], [], HANG_GUARD)
-            if not ready:
-                raise TimeoutError("child hung")
-            chunk = os.read(self._fd, 65536)
-            if not chunk:
-                raise EOFError(f"child exited ({self.proc.wait()})")
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode().split(" ")
-
-    async def aread(self) -> list[str]:
-        return await trio.to_thread.run_sync(self.read)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-# -- the contract, over both backends -------------------------------------------------------
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, Callable[..., Any]]:
-    """``(child backend spec, make_store(**kw))`` for one backend."""
-    if request.param == "jsonl":
-        root = tmp_path / "store"
-        return f"jsonl:{root}", lambda **kw: JsonlStore(root, reap_orphans=None, **kw)
-    dsn = request.getfixturevalue("pg_dsn")
-    return f"pg:{dsn}", lambda **kw: PostgresStore(dsn, reap_orphans=None, **kw)
-
-
-@pytest.fixture
-def make_store(backend: tuple[str, Callable[..., Any]]) -> Callable[..., Any]:
-    return backend[1]
-
-
-async def test_create_append_reopen(make_store: Callable[..., Any]) -> None:
-    async with make_store() as store:
-        s = await store.create("s1")
-        for t, d in TURN:
-            s.append(t, d)
-        close_turn(s)
-        await s.flush()
-        first = list(s.events)
-        await s.aclose()
-    async with make_store() as store:
-        s = await store.open("s1")
-        assert list(s.events) == first
-        s.append("turn/start", {"turn": 2})
-        s.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
-        await s.aclose()
-        assert await store.load("s1") == list(s.events)
-        assert len(await store.load("s1")) == 7
-
-
-async def test_errors(make_store: Callable[..., Any]) -> None:
-    async with make_store() as store:
-        with pytest.raises(SessionNotFound):
-            await store.open("nope")
-        with pytest.raises(SessionNotFound):
-            await store.inspect("nope")
-        s = await store.create("s1")
-        with pytest.raises(SessionExists):
-            await store.create("s1")
-        with pytest.raises(SessionLocked):
-            await store.open("s1")
-        for t, d in TURN:
-            s.append(t, d)
-        with pytest.raises(LiveTurnOpen):
-            await store.load("s1")
-        assert len(await store.inspect("s1")) == 3  # live: as is, no closers
-        await s.aclose()
-        with pytest.raises(SessionExists):
-            await store.create("s1")
-
-
-async def test_list(make_store: Callable[..., Any]) -> None:
-    async with make_store() as store:
-        assert await store.list() == []
-        for sid in ["b", "a", "Z/é", "c c"]:
-            await store.create(sid)
-        assert await store.list() == sorted(["b", "a", "Z/é", "c c"])
-
-
-async def test_batch_is_all_or_nothing_and_in_order(make_store: Callable[..., Any]) -> None:
-    async with make_store(window=3600.0) as store:  # nothing written before the flush
-        s = await store.create("s1")
-        for t, d in TURN:
-            s.append(t, d)
-        for i in range(200):
-            s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta",
-                                                                         "text": str(i)}})
-        close_turn(s)
-        await s.flush()
-        events = list(s.events)
-    async with make_store() as store:
-        assert await store.load("s1") == events
-
-
-async def test_crashed_writer_is_repaired_once(
-    backend: tuple[str, Callable[..., Any]],
-) -> None:
-    """kill -9 of a live writer mid-turn: inspect adds closers in memory only; open writes
-    them once; a second open changes nothing (repair idempotence)."""
-    spec, make = backend
-    child = Child("hold", spec, "s1", "0.5", "8")
-    try:
-        ready = await child.aread()
-        assert ready[0] == "ready"
-        n = int(ready[2])
-        child.kill()
-        if spec.startswith("pg:"):
-            await wait_lease_lapsed(spec[3:], "s1")
-        async with make(lease=30.0) if spec.startswith("pg:") else make() as store:
-            seen = await store.inspect("s1")
-            assert len(seen) > n and seen[-1].type == "turn/end"
-            assert seen[-1].data["reason"]["kind"] == "interrupted"
-            check_events(seen)
-            assert len(await store.inspect("s1")) == len(seen)  # nothing was written
-            s = await store.open("s1")
-            assert list(s.events) == seen
-            await s.aclose()
-            again = await store.open("s1")
-            assert list(again.events) == seen
-            await again.aclose()
-        if spec.startswith("pg:"):
-            assert rows(spec[3:], "s1") == [encode_event(e)[:-1] for e in seen]
-    finally:
-        child.kill()
-
 
 # -- leases and fencing (database only) ---------------------------------------------------------
 
@@ -403,3 +190,88 @@ async def test_killed_connection_mid_session(pg_dsn: str) -> None:
         except WriteFailed:
             await s.flush()  # the retry, on a new connection
         assert rows(pg_dsn, "s1") == [encode_event(e)[:-1] for e in s.events]
+
+
+# -- pause/resume torture ---------------------------------------------------------------------
+
+ROUNDS = int(os.environ.get("TRIO_AGENT_TORTURE_ROUNDS", "0"))
+#: A pause round waits out a lease where a kill round only forks, so the long run takes a
+#: fifth of the torture rounds, never fewer than 200.
+PAUSE_ROUNDS = max(200, ROUNDS // 5)
+#: The zombie's lease: short, so that a round costs little; its expiry is read off the
+#: database clock, never assumed from elapsed time.
+ZOMBIE_LEASE = "0.2"
+#: The server ends a session left idle inside a transaction this long (ms): a writer stopped
+#: between the statements of a renewal holds its row lock until then, and only then can a
+#: takeover proceed (the takeover waits for it; nothing asserts how long).
+IDLE_IN_TRANSACTION_MS = 1000
+
+
+async def _pause_torture(dsn: str, rounds: int) -> tuple[int, int]:
+    """``rounds`` of: a live writer (one long-lived process, a new session per round) is
+    SIGSTOPped; its lease lapses; this process takes over, repairs and appends; SIGCONT; the
+    writer appends and flushes. Returns ``(fenced flushes, zombie events that landed after the
+    takeover)``."""
+    zombie_dsn = f"{dsn} options='-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}'"
+    zombie = Child("zombie", f"pg:{zombie_dsn}", ZOMBIE_LEASE)
+    fenced = landed = 0
+    try:
+        async with PostgresStore(dsn, lease=3600.0, owner="new", reap_orphans=None) as store:
+            for n in range(rounds):
+                sid = f"r{n}"
+                zombie.send(f"new {sid} 8")
+                assert (await zombie.aread())[0] == "ready"
+                zombie.send("go 2")  # live and writing, up to the pause
+                assert (await zombie.aread())[0] == "flushed"
+                os.kill(zombie.proc.pid, signal.SIGSTOP)
+                try:
+                    await wait_lease_lapsed(dsn, sid)
+                    taken = len(rows(dsn, sid))
+                    s = await store.open(sid)
+                    assert s.events[-1].data["reason"] == {"kind": "interrupted"}
+                    s.append("turn/start", {"turn": 2})
+                    s.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+                    await s.flush()
+                    mine = [encode_event(e)[:-1] for e in s.events]
+                finally:
+                    os.kill(zombie.proc.pid, signal.SIGCONT)
+                zombie.send("go 4")
+                verdict = await zombie.aread()
+                assert verdict[0] == "fenced" and "taken over by new" in " ".join(verdict), verdict
+                fenced += 1
+                written = rows(dsn, sid)
+                assert written[:taken] == mine[:taken]
+                landed += sum(
+                    1
+                    for i in range(taken, len(written))
+                    if i >= len(mine) or written[i] != mine[i]
+                )
+                await s.aclose()
+    finally:
+        zombie.kill()
+    return fenced, landed
+
+
+def _report(capsys: pytest.CaptureFixture[str], rounds: int, fenced: int, landed: int) -> None:
+    with capsys.disabled():
+        print(
+            f"\npause/resume torture: {rounds} rounds, {fenced} zombie flushes fenced, "
+            f"{landed} zombie events landed after the takeover"
+        )
+
+
+async def test_pause_resume_torture(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    fenced, landed = await _pause_torture(pg_dsn, 3)
+    _report(capsys, 3, fenced, landed)
+    assert fenced == 3 and landed == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(ROUNDS == 0, reason="set TRIO_AGENT_TORTURE_ROUNDS (make torture)")
+async def test_pause_resume_torture_long(
+    pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rounds = PAUSE_ROUNDS
+    fenced, landed = await _pause_torture(pg_dsn, rounds)
+    _report(capsys, rounds, fenced, landed)
+    assert fenced == rounds and landed == 0

@@ -1,4 +1,6 @@
-"""The write-behind writer: fixed window, flush barrier, faults, retries, memory bound.
+"""The write-behind writer over JSONL files: batches in flight, the flush barrier, file faults
+(write/fsync/truncate, short writes) and background retries. The window, the memory bound and
+a failing sink, which both backends share, are in test_contract.py.
 
 Time is trio's MockClock (virtual, moved by hand); file operations are real, with faults
 injected through the FileOps seam. Nothing asserts on wall-clock durations.
@@ -21,9 +23,7 @@ from store_helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_lo
 from trio_agent.log import encode_event
 from trio_agent.store import (
     JsonlStore,
-    PendingLimitExceeded,
     Session,
-    SessionClosed,
     WriteFailed,
 )
 from trio_agent.store.writer import Writer
@@ -78,33 +78,6 @@ class BlockingOps(FaultyOps):
 
 
 # -- the window ---------------------------------------------------------------------------------
-
-
-async def test_fixed_window_from_the_first_event(
-    tmp_path: Path, mock_clock: trio.testing.MockClock
-) -> None:
-    ops = FaultyOps()
-    async with JsonlStore(tmp_path, file_ops=ops, window=0.020, reap_orphans=None) as store:
-        s = await store.create("s")
-        w = writer_of(s)
-        base = ops.calls["fsync"]
-        s.append("turn/start", {"turn": 1})
-        mock_clock.jump(0.010)
-        s.append("step/start", {"turn": 1, "step": 1})  # joins; does not extend the window
-        mock_clock.jump(0.009)
-        await trio.testing.wait_all_tasks_blocked()
-        assert w.batches == 0 and ops.calls["fsync"] == base
-        mock_clock.jump(0.001)  # 20 ms after the first event
-        await eventually(lambda: w.batches == 1)
-        assert ops.calls["fsync"] == base + 1 and w.pending_events == 0
-        assert len(on_disk(store.path_of("s"))) == 2
-        # Quiet again: new work gets a window of its own.
-        mock_clock.jump(5)
-        s.append("step/end", {"turn": 1, "step": 1})
-        await trio.testing.wait_all_tasks_blocked()
-        assert w.batches == 1
-        mock_clock.jump(0.020)
-        await eventually(lambda: w.batches == 2)
 
 
 async def test_events_during_a_write_form_the_next_batch(
@@ -263,86 +236,6 @@ async def test_background_failure_overlapping_a_flush_is_retried_inside_it(
             nursery.start_soon(release)
             await s.flush()  # began before the failure: retries it and succeeds
         assert on_disk(store.path_of("s")) == list(s.events)
-
-
-async def test_close_with_a_failing_disk_raises_releases_and_leaves_a_valid_prefix(
-    tmp_path: Path,
-) -> None:
-    ops = FaultyOps()
-    async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
-        s = await store.create("s")
-        turn(s, 1)
-        await s.flush()
-        s.append("turn/start", {"turn": 2})
-        ops.fail["write"] = [ENOSPC]
-        with pytest.raises(WriteFailed):
-            await s.aclose()
-        assert s.closed
-        with pytest.raises(SessionClosed):
-            await s.flush()
-        again = await store.open("s")  # the lock is free: a cold open of the durable prefix
-        assert list(again.events) == list(s.events)[:7]
-
-
-# -- memory bound -------------------------------------------------------------------------------
-
-
-async def test_soft_limit_writes_without_waiting_for_the_window(
-    tmp_path: Path, mock_clock: trio.testing.MockClock
-) -> None:
-    async with JsonlStore(
-        tmp_path, window=60.0, soft_limit=300, hard_limit=100_000, reap_orphans=None
-    ) as store:
-        s = await store.create("s")
-        w = writer_of(s)
-        turn(s, 1)  # ~500 bytes: past the soft limit
-        await eventually(lambda: w.batches >= 1)
-        await s.wait_writable()
-        assert w.pending_bytes < 300
-
-
-async def test_hard_limit_refuses_streaming_but_admits_closing_events(
-    tmp_path: Path, mock_clock: trio.testing.MockClock
-) -> None:
-    ops = FaultyOps()
-    async with JsonlStore(
-        tmp_path, file_ops=ops, window=60.0, soft_limit=200, hard_limit=1000, reap_orphans=None
-    ) as store:
-        s = await store.create("s")
-        w = writer_of(s)
-        ops.fail["write"] = [ENOSPC] * 1000  # the disk is gone
-        s.append("turn/start", {"turn": 1})
-        s.append("step/start", {"turn": 1, "step": 1})
-        chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "x" * 40}}
-        for _ in range(3):
-            s.append("assistant/chunk", chunk)
-        assert w.pending_bytes > 200
-        with pytest.raises(WriteFailed):  # past the soft limit: wait_writable tries, and fails
-            await s.wait_writable()
-        with pytest.raises(PendingLimitExceeded, match="refused") as info:
-            for _ in range(100):
-                s.append("assistant/chunk", chunk)
-        assert info.value.limit == 1000
-        refused_at = len(s.events)
-        assert w.pending_bytes <= 1000 and refused_at < 100
-        # Nothing was recorded for the refused event, and the turn can still be closed.
-        msg = {"id": "a", "content": []}
-        s.append("assistant/message", {"turn": 1, "step": 1, "message": msg, "interrupted": True})
-        s.append("step/end", {"turn": 1, "step": 1})
-        s.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": {
-            "code": "STORE", "message": "disk full"}}})
-        with pytest.raises(PendingLimitExceeded):
-            s.append("turn/start", {"turn": 2})
-        ops.fail["write"] = []  # the disk is back
-        await s.flush()
-        assert on_disk(store.path_of("s")) == list(s.events)
-
-
-def test_writer_parameters_are_checked(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="window"):
-        JsonlStore(tmp_path, window=-1)
-    with pytest.raises(ValueError, match="soft_limit"):
-        JsonlStore(tmp_path, soft_limit=10, hard_limit=5)
 
 
 async def test_error_codes_are_preserved() -> None:

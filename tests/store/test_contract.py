@@ -1,0 +1,467 @@
+"""The store contract, run unchanged over both backends (``any_store``: JSONL and PostgreSQL).
+
+create/open/inspect/load/list, the errors, write-behind batching and the flush barrier, a
+sink that fails then recovers, repair on open and its idempotence, a writer killed mid-turn
+then reopened. Real parts only: real files, a throwaway PostgreSQL cluster, real child
+processes and SIGKILL. What only one backend has (torn tails and flock for JSONL, leases and
+fencing for PostgreSQL) is tested in test_jsonl.py and test_postgres.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+
+import pytest
+import trio
+import trio.testing
+from pg_helpers import TURN, Child, close_turn
+from store_kit import StoreKit
+from store_workload import workload
+
+from trio_agent.log import Event, check_events, encode_event
+from trio_agent.store import (
+    LiveTurnOpen,
+    PendingLimitExceeded,
+    Session,
+    SessionClosed,
+    SessionCorrupt,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+    WriteFailed,
+)
+from trio_agent.store.writer import Writer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        self.now += 1
+        return self.now
+
+
+def play(session: Session, turns: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    for type_, data, _ in workload(rng, session.checker.last_turn + 1, f"x{seed}", turns):
+        session.append(type_, data)
+
+
+def open_turn(session: Session) -> None:
+    n = session.checker.last_turn + 1
+    session.append("turn/start", {"turn": n})
+    session.append("step/start", {"turn": n, "step": 1})
+
+
+def lines(events: list[Event]) -> list[bytes]:
+    return [encode_event(e)[:-1] for e in events]
+
+
+# -- create / open / inspect / load / list ----------------------------------------------------
+
+
+async def test_create_append_reopen(any_store: StoreKit) -> None:
+    async with any_store.make(clock=Clock()) as store:
+        s = await store.create("s1")
+        for t, d in TURN:
+            s.append(t, d)
+        close_turn(s)
+        await s.flush()
+        first = list(s.events)
+        assert [e.time for e in first] == list(range(1002, 1007))
+        await s.aclose()
+    async with any_store.make() as store:
+        s = await store.open("s1")
+        assert list(s.events) == first
+        s.append("turn/start", {"turn": 2})
+        s.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+        await s.aclose()
+        assert await store.load("s1") == list(s.events)
+        assert len(await store.load("s1")) == 7
+    assert any_store.durable("s1") == lines(list(s.events))
+
+
+async def test_errors(any_store: StoreKit) -> None:
+    async with any_store.make() as store:
+        with pytest.raises(SessionNotFound, match="'nope' not found"):
+            await store.open("nope")
+        with pytest.raises(SessionNotFound):
+            await store.inspect("nope")
+        with pytest.raises(SessionNotFound):
+            await store.load("nope")
+        with pytest.raises(ValueError, match="empty"):
+            await store.create("")
+        s = await store.create("s1")
+        with pytest.raises(SessionExists, match="'s1' already exists"):
+            await store.create("s1")  # live here
+        for t, d in TURN:
+            s.append(t, d)
+        with pytest.raises(LiveTurnOpen):
+            await store.load("s1")
+        assert len(await store.inspect("s1")) == 3  # live: as is, no closers
+        await s.aclose()
+        with pytest.raises(SessionExists):
+            await store.create("s1")  # stored
+
+
+async def test_errors_come_out_unwrapped(any_store: StoreKit) -> None:
+    with pytest.raises(SessionNotFound):
+        async with any_store.make() as store:
+            await store.open("nope")
+    with pytest.raises(SessionNotFound):
+        async with any_store.make() as store:
+            await store.inspect("nope")
+
+
+async def test_open_of_a_session_live_here_is_refused(any_store: StoreKit) -> None:
+    async with any_store.make() as store, any_store.make() as other:
+        s = await store.create("s")
+        play(s, 1)
+        await s.flush()
+        before = any_store.durable("s")
+        for st in (store, other):  # any store of this process
+            with pytest.raises(SessionLocked, match=r"'s' is live .*this process") as info:
+                await st.open("s")
+            assert info.value.here and info.value.pid == os.getpid()
+        assert any_store.durable("s") == before
+        await s.aclose()
+        again = await other.open("s")  # cold now
+        assert list(again.events) == list(s.events)
+
+
+async def test_store_must_be_entered(any_store: StoreKit) -> None:
+    store = any_store.make()
+    with pytest.raises(StoreError, match="async with"):
+        await store.create("s")
+    async with store:
+        pass
+    with pytest.raises(StoreError):
+        await store.open("s")
+    with pytest.raises(StoreError, match="only once"):
+        async with store:
+            pass
+
+
+async def test_list(any_store: StoreKit) -> None:
+    ids = ["b", "a", "../x", "Upper", "x" * 500, "with space", "é", "Z/é"]
+    async with any_store.make() as store:
+        assert await store.list() == []
+        for i in ids:
+            await (await store.create(i)).aclose()
+        live = await store.create("live")
+        assert await store.list() == sorted([*ids, "live"])
+        await live.aclose()
+
+
+async def test_open_repairs_then_continues(any_store: StoreKit) -> None:
+    async with any_store.make() as store:
+        s = await store.create("s")
+        play(s, 2)
+        open_turn(s)
+        await s.flush()
+        kept = list(s.events)
+    # The store closed the session with a turn open, as a crash would have left it.
+    async with any_store.make() as store:
+        s = await store.open("s")
+        assert list(s.events[: len(kept)]) == kept
+        assert [e.type for e in s.events[len(kept) :]] == ["step/end", "turn/end"]
+        play(s, 1, seed=1)
+        await s.flush()
+        events = list(s.events)
+    assert any_store.durable("s") == lines(events)
+    assert check_events(events).open_turn is None
+
+
+async def test_inspect_cold_shows_closers_and_changes_nothing(any_store: StoreKit) -> None:
+    async with any_store.make() as store:
+        s = await store.create("s")
+        play(s, 1)
+        open_turn(s)
+    before = any_store.durable("s")
+    async with any_store.make() as store:
+        inspected = await store.inspect("s")
+        loaded = await store.load("s")
+        assert any_store.durable("s") == before
+        assert inspected == loaded and inspected[-1].data["reason"] == {"kind": "interrupted"}
+        s = await store.open("s")
+        assert list(s.events) == inspected
+        await s.aclose()
+        again = await store.open("s")  # repair is idempotent: the second open adds nothing
+        assert list(again.events) == inspected
+    assert any_store.durable("s") == lines(inspected)
+
+
+async def test_inspect_and_load_of_a_live_session(any_store: StoreKit) -> None:
+    async with any_store.make(window=3600) as store:
+        s = await store.create("s")
+        play(s, 1)
+        open_turn(s)
+        events = await store.inspect("s")  # as is: the open turn, no synthetic boundaries
+        assert events == list(s.events) and events[-1].type == "step/start"
+        with pytest.raises(LiveTurnOpen, match="turn 2 is open"):
+            await store.load("s")
+        s.append("step/end", {"turn": 2, "step": 1})
+        s.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+        snapshot = await store.load("s")  # waits for a flush
+        assert snapshot == list(s.events)
+        assert any_store.durable("s") == lines(snapshot)
+        assert s.open_turn is None and not s.closed
+
+
+async def test_damage_before_the_last_turn_end_is_corruption_and_changes_nothing(
+    any_store: StoreKit,
+) -> None:
+    async with any_store.make() as store:
+        s = await store.create("s")
+        play(s, 2)
+    any_store.overwrite("s", 1, b'{"seq":1,"garbage"')
+    before = any_store.durable("s")
+    async with any_store.make() as store:
+        for attempt in (store.open, store.inspect, store.load):
+            with pytest.raises(SessionCorrupt) as info:
+                await attempt("s")
+            assert "\n" not in str(info.value) and "not modified" in str(info.value)
+    assert any_store.durable("s") == before
+
+
+# -- write-behind batching and the flush barrier ----------------------------------------------
+
+
+async def test_batch_is_all_or_nothing_and_in_order(any_store: StoreKit) -> None:
+    async with any_store.make(window=3600.0) as store:  # nothing written before the flush
+        s = await store.create("s1")
+        for t, d in TURN:
+            s.append(t, d)
+        for i in range(200):
+            chunk = {"type": "text-delta", "text": str(i)}
+            s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+        assert any_store.durable("s1") == []
+        close_turn(s)
+        await s.flush()
+        events = list(s.events)
+        assert any_store.durable("s1") == lines(events)
+    async with any_store.make() as store:
+        assert await store.load("s1") == events
+
+
+async def test_exit_drains_unflushed_events(any_store: StoreKit) -> None:
+    async with any_store.make(window=3600) as store:
+        s = await store.create("s")
+        play(s, 3)
+        events = list(s.events)
+    assert s.closed
+    with pytest.raises(SessionClosed):
+        s.append("turn/start", {"turn": 4})
+    assert any_store.durable("s") == lines(events)
+
+
+async def test_closed_session_cannot_flush_or_append(any_store: StoreKit) -> None:
+    async with any_store.make() as store:
+        s = await store.create("s")
+        await s.aclose()
+        await s.aclose()
+        with pytest.raises(SessionClosed):
+            await s.flush()
+        with pytest.raises(SessionClosed):
+            s.append("turn/start", {"turn": 1})
+        assert store.live("s") is None
+
+
+async def test_cancelled_caller_does_not_lose_durability(any_store: StoreKit) -> None:
+    async with any_store.make(window=3600) as store:
+        s = await store.create("s")
+        with trio.CancelScope() as scope:
+            play(s, 1)
+            scope.cancel()
+            await s.flush()  # cancelled before it could wait
+        # The writer lives outside the cancelled scope and still drains on the next flush.
+        await s.flush()
+        assert any_store.durable("s") == lines(list(s.events))
+
+
+async def test_append_from_another_thread_is_refused_and_records_nothing(
+    any_store: StoreKit,
+) -> None:
+    async with any_store.make() as store:
+        s = await store.create("s")
+
+        def from_thread() -> None:
+            with pytest.raises(RuntimeError):
+                s.append("turn/start", {"turn": 1})
+
+        await trio.to_thread.run_sync(from_thread)
+        assert len(s.events) == 0
+        s.append("turn/start", {"turn": 1})
+        await s.flush()
+
+
+async def until(predicate: Callable[[], bool]) -> None:
+    """Wait (real time, through a worker thread) until ``predicate()`` holds; no time limit."""
+    while not predicate():
+        await trio.to_thread.run_sync(time.sleep, 0.001)
+
+
+def writer_of(session: Session) -> Writer:
+    sink = session._sink
+    assert isinstance(sink, Writer)
+    return sink
+
+
+async def test_fixed_window_from_the_first_event(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=0.020) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        s.append("turn/start", {"turn": 1})
+        mock_clock.jump(0.010)
+        s.append("step/start", {"turn": 1, "step": 1})  # joins; does not extend the window
+        mock_clock.jump(0.009)
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 0 and any_store.durable("s") == []
+        mock_clock.jump(0.001)  # 20 ms after the first event
+        await until(lambda: w.batches == 1)
+        assert w.pending_events == 0
+        assert any_store.durable("s") == lines(list(s.events))
+        # Quiet again: new work gets a window of its own.
+        mock_clock.jump(1)
+        s.append("step/end", {"turn": 1, "step": 1})
+        await trio.testing.wait_all_tasks_blocked()
+        assert w.batches == 1 and len(any_store.durable("s")) == 2
+        mock_clock.jump(0.020)
+        await until(lambda: w.batches == 2)
+        assert any_store.durable("s") == lines(list(s.events))
+
+
+async def test_soft_limit_writes_without_waiting_for_the_window(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=60.0, soft_limit=300, hard_limit=100_000) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        play(s, 1)  # past the soft limit
+        await until(lambda: w.batches >= 1)
+        await s.wait_writable()
+        assert w.pending_bytes < 300
+
+
+async def test_hard_limit_refuses_streaming_but_admits_closing_events(
+    any_store: StoreKit, mock_clock: trio.testing.MockClock
+) -> None:
+    async with any_store.make(window=60.0, soft_limit=200, hard_limit=1000) as store:
+        s = await store.create("s")
+        w = writer_of(s)
+        with any_store.failing():  # the sink is gone
+            s.append("turn/start", {"turn": 1})
+            s.append("step/start", {"turn": 1, "step": 1})
+            chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "x" * 40}}
+            for _ in range(3):
+                s.append("assistant/chunk", chunk)
+            assert w.pending_bytes > 200
+            with pytest.raises(WriteFailed):  # past the soft limit: wait_writable tries, fails
+                await s.wait_writable()
+            with pytest.raises(PendingLimitExceeded, match="refused") as info:
+                for _ in range(100):
+                    s.append("assistant/chunk", chunk)
+            assert info.value.limit == 1000
+            refused_at = len(s.events)
+            assert w.pending_bytes <= 1000 and refused_at < 100
+            # Nothing was recorded for the refused event, and the turn can still be closed.
+            msg = {"id": "a", "content": []}
+            s.append(
+                "assistant/message", {"turn": 1, "step": 1, "message": msg, "interrupted": True}
+            )
+            s.append("step/end", {"turn": 1, "step": 1})
+            error = {"code": "STORE", "message": "sink gone"}
+            s.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": error}})
+            with pytest.raises(PendingLimitExceeded):
+                s.append("turn/start", {"turn": 2})
+        await s.flush()  # the sink is back
+        assert any_store.durable("s") == lines(list(s.events))
+
+
+def test_writer_parameters_are_checked(any_store: StoreKit) -> None:
+    with pytest.raises(ValueError, match="window"):
+        any_store.make(window=-1)
+    with pytest.raises(ValueError, match="soft_limit"):
+        any_store.make(soft_limit=10, hard_limit=5)
+
+
+# -- a failing sink ---------------------------------------------------------------------------
+
+
+async def test_flush_fails_keeps_the_batch_queued_then_retries_once(any_store: StoreKit) -> None:
+    async with any_store.make(window=3600.0) as store:
+        s = await store.create("s")
+        play(s, 1)
+        await s.flush()
+        good = any_store.durable("s")
+        play(s, 1, seed=1)
+        with any_store.failing():
+            with pytest.raises(WriteFailed) as info:
+                await s.flush()
+            assert "'s'" in str(info.value) and "queued" in str(info.value)
+            assert "\n" not in str(info.value)
+            with pytest.raises(WriteFailed):
+                await s.flush()  # still failing: still queued, nothing lost
+            assert any_store.durable("s") == good
+        play(s, 1, seed=2)
+        await s.flush()  # writes everything once
+        assert any_store.durable("s") == lines(list(s.events))
+    async with any_store.make() as store:
+        assert await store.load("s") == list(s.events)
+
+
+async def test_close_with_a_failing_sink_raises_releases_and_leaves_a_valid_prefix(
+    any_store: StoreKit,
+) -> None:
+    async with any_store.make(window=3600.0) as store:
+        s = await store.create("s")
+        play(s, 1)
+        await s.flush()
+        kept = list(s.events)
+        s.append("turn/start", {"turn": 2})
+        with any_store.failing(), pytest.raises(WriteFailed):
+            await s.aclose()
+        assert s.closed
+        with pytest.raises(SessionClosed):
+            await s.flush()
+        again = await store.open("s")  # released: a cold open of the durable prefix
+        assert list(again.events) == kept
+
+
+# -- a writer killed mid-turn ------------------------------------------------------------------
+
+
+async def test_crashed_writer_is_repaired_once(any_store: StoreKit) -> None:
+    """kill -9 of a live writer mid-turn: inspect adds closers in memory only; open writes
+    them once; a second open changes nothing (repair idempotence)."""
+    child = Child("hold", any_store.spec, "s1", "0.5", "8")
+    try:
+        ready = await child.aread()
+        assert ready[0] == "ready"
+        n = int(ready[2])
+        child.kill()
+        await any_store.wait_cold("s1")
+        before = any_store.durable("s1")
+        assert len(before) == n
+        async with any_store.make() as store:
+            seen = await store.inspect("s1")
+            assert len(seen) > n and seen[-1].type == "turn/end"
+            assert seen[-1].data["reason"]["kind"] == "interrupted"
+            check_events(seen)
+            assert any_store.durable("s1") == before  # inspect wrote nothing
+            s = await store.open("s1")
+            assert list(s.events) == seen
+            await s.aclose()
+            again = await store.open("s1")
+            assert list(again.events) == seen
+            await again.aclose()
+        assert any_store.durable("s1") == lines(seen)
+    finally:
+        child.kill()
