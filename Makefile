@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint demo bench torture fuzz serve screenshot clean
+.PHONY: test lint demo bench bench-big torture fuzz serve screenshot clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
@@ -33,6 +33,10 @@ screenshot: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# The file commands on the 286 MB, 1.6 M-event long-session log (bench/README.md).
+bench-big: $(STAMP)
+	$(PY) -m bench files --turns 32000
 
 torture: $(STAMP)
 	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests

@@ -138,7 +138,7 @@ class Session:
         self._id = id
         self._sink = sink
         self._clock: Clock = clock if clock is not None else wall_clock_ms
-        # The log is kept as its encoded lines (spec/persistence.md §Memory): a long session
+        # The log is kept as its encoded lines (spec/persistence.md §2 Memory): a long session
         # holds about its file's size, not the several times more that decoded events take.
         self._events = as_event_lines(events)
         if checker is None:
