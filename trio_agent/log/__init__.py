@@ -30,10 +30,12 @@ from .events import (
 from .inbox import InboxProjection, SpliceError
 from .repair import (
     NOT_STARTED_TEXT,
+    OTHER_HOST_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     STOPPED_DURING_RECOVERY_TEXT,
     closers_for,
     repair_closers,
+    spawn_boot_id,
 )
 from .rules import RULES
 from .scan import Scan, TornTail, scan_log
@@ -43,6 +45,7 @@ __all__ = [
     "DATA_CLASSES",
     "FORMAT_VERSION",
     "NOT_STARTED_TEXT",
+    "OTHER_HOST_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "RULES",
     "STEP_SCOPED",
@@ -73,6 +76,7 @@ __all__ = [
     "iter_events",
     "repair_closers",
     "scan_log",
+    "spawn_boot_id",
     "split_log",
     "to_data",
     "truncate_open_turn",
