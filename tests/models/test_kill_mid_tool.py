@@ -52,43 +52,48 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     ]  # fmt: skip
     root = tmp_path / "sessions"
     log = root / "s1" / "session.jsonl"
-    async with serve_provider(plays) as provider:
-        argv = [sys.executable, "-m", "trio_agent", "run", "--root", str(root),
-                "--session", "s1", "--model", provider.url]  # fmt: skip
-        # The first agent: its stdin stays open, so it waits for more input until killed.
-        read_end, write_end = os.pipe()
-        async with trio.open_nursery() as nursery:
-            agent = await nursery.start(
-                lambda task_status: trio.run_process(
-                    argv, stdin=read_end, capture_stdout=True, capture_stderr=True,
-                    check=False, cwd=ROOT, task_status=task_status,
-                )
-            )  # fmt: skip
-            os.close(read_end)
-            os.write(write_end, b"list the files\n")
-            # The tool runs: its first output line reached the log on disk.
-            events = await until_on_disk(log, started_output)
-            spawned = next(e["data"] for e in events if e["type"] == "tool/spawned")
-            assert spawned["callId"] == "call_k9"
-            pgid, marker = spawned["pgid"], identity_marker(spawned["identity"])
-            assert marker is not None
-            assert group_members(pgid)  # the sleep is running
-            agent.send_signal(signal.SIGKILL)
-            with trio.fail_after(HANG_GUARD):
-                await agent.wait()
-            os.close(write_end)
-        assert agent.returncode == -signal.SIGKILL
-        # The dead agent's tool lives on: it has its own session and process group.
-        assert group_members(pgid)
-        assert not any(e["type"] == "tool/result" for e in durable_events(log))
+    read_end, write_end = os.pipe()
+    marker: str | None = None
+    try:
+        async with serve_provider(plays) as provider:
+            argv = [sys.executable, "-m", "trio_agent", "run", "--root", str(root),
+                    "--session", "s1", "--model", provider.url]  # fmt: skip
+            # The first agent: its stdin stays open, so it waits for more input until killed.
+            async with trio.open_nursery() as nursery:
+                agent = await nursery.start(
+                    lambda task_status: trio.run_process(
+                        argv, stdin=read_end, capture_stdout=True, capture_stderr=True,
+                        check=False, cwd=ROOT, task_status=task_status,
+                    )
+                )  # fmt: skip
+                os.close(read_end)
+                os.write(write_end, b"list the files\n")
+                # The tool runs: its first output line reached the log on disk.
+                events = await until_on_disk(log, started_output)
+                spawned = next(e["data"] for e in events if e["type"] == "tool/spawned")
+                assert spawned["callId"] == "call_k9"
+                pgid, marker = spawned["pgid"], identity_marker(spawned["identity"])
+                assert marker is not None
+                assert group_members(pgid)  # the sleep is running
+                agent.send_signal(signal.SIGKILL)
+                with trio.fail_after(HANG_GUARD):
+                    await agent.wait()
+            assert agent.returncode == -signal.SIGKILL
+            # The dead agent's tool lives on: it has its own session and process group.
+            assert group_members(pgid)
+            assert not any(e["type"] == "tool/result" for e in durable_events(log))
 
-        # Reopen in a new process: the cold open repairs the log, then the next turn runs.
-        with trio.fail_after(HANG_GUARD):
-            done = await trio.run_process(
-                argv, stdin=b"what happened?\n", capture_stdout=True, capture_stderr=True,
-                check=False, cwd=ROOT,
-            )  # fmt: skip
-        requests = provider.requests
+            # Reopen in a new process: the cold open repairs the log, then the next turn runs.
+            with trio.fail_after(HANG_GUARD):
+                done = await trio.run_process(
+                    argv, stdin=b"what happened?\n", capture_stdout=True, capture_stderr=True,
+                    check=False, cwd=ROOT,
+                )  # fmt: skip
+            requests = provider.requests
+    finally:
+        os.close(write_end)
+        for pid in marked_processes(marker) if marker is not None else []:
+            os.kill(pid, signal.SIGKILL)  # only after a failure: the test's own sleep
     err = done.stderr.decode()
     assert done.returncode == 0, err
     assert "Traceback" not in done.stdout.decode() + err
