@@ -108,6 +108,12 @@ def test_repair_prints_closers_that_balance_the_log(crashed: str) -> None:
     assert [c["seq"] for c in closers] == [72, 73]
 
 
+def test_repair_boot_id_describes_a_dry_run_only(crashed: str) -> None:
+    code, out, err = run("repair", "--write", "--boot-id", "b", crashed)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--boot-id only describes a dry run" in err
+
+
 def test_repair_of_balanced_log_prints_nothing(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER + b"".join(map(encode_event, generate_log(3, 4))))
     assert run("repair", path) == (0, "", "")

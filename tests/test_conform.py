@@ -46,6 +46,9 @@ bug, argv = sys.argv[1], sys.argv[2:]
 if bug == "ignores-stopped":
     while "--stopped" in argv:
         i = argv.index("--stopped"); del argv[i:i + 2]
+if bug == "ignores-boot-id":
+    while "--boot-id" in argv:
+        i = argv.index("--boot-id"); del argv[i:i + 2]
 if bug == "no-suffix":
     argv = [a for a in argv if a != "--suffix"]
 if bug == "balanced-always-ok":
@@ -64,6 +67,7 @@ raise SystemExit(main(argv))
     ("bug", "only", "case"),
     [
         ("ignores-stopped", "repair/stopped-*", "repair/stopped-process-group"),
+        ("ignores-boot-id", "repair/other-host-*", "repair/other-host-process-group"),
         ("no-suffix", "fold/suffix-*", "fold/suffix-with-step"),
         ("balanced-always-ok", "valid/*open*", "valid/"),
         ("wrong-rule", "invalid/I16-*", "invalid/I16-"),

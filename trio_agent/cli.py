@@ -294,6 +294,11 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "trio-agent repair: --stopped only describes a dry run; --write stops groups itself",
             UNREADABLE,
         )
+    if args.write and args.boot_id is not None:
+        raise CliError(
+            "trio-agent repair: --boot-id only describes a dry run; --write uses this host's",
+            UNREADABLE,
+        )
     # --write too reads and checks the file first, so that both modes give the same verdict
     # and the same line on bad input, and a live session is refused before the store is
     # involved (spec/cli.md §Live sessions).
@@ -307,7 +312,7 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return run_repair_file(args.file, out, err)
     _note_tail(args.file, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
-    for event in closers_for(scan.checker, scan.last_time, stopped):
+    for event in closers_for(scan.checker, scan.last_time, stopped, args.boot_id):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
     return OK
 
@@ -629,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="CALL_ID",
         help="a call whose process group recovery stopped (R5; repeatable)",
+    )
+    p.add_argument(
+        "--boot-id",
+        metavar="ID",
+        help="the boot id of the host recovery runs on: a call whose process group was started "
+        "under another boot id gets the other-host placeholder (R5)",
     )
     p.set_defaults(run=cmd_repair)
 

@@ -201,6 +201,8 @@ def run_case(command: Sequence[str], cid: str, vector: dict[str, Any], tmp: Path
 
     if "closers" in expect:
         args = [x for cid_ in vector.get("stopped", []) for x in ("--stopped", cid_)]
+        if "bootId" in vector:
+            args += ["--boot-id", vector["bootId"]]
         a = run("repair", *args)
         got = _json_lines(a.stdout)
         want = [_canonical(e) for e in expect["closers"]]

@@ -134,8 +134,9 @@ def call(t: int, s: int, cid: str, name: str = "read_file", args: Any = None) ->
     return E("tool/call", turn=t, step=s, callId=cid, name=name, arguments=ARGS if args is None else args)
 
 
-def spawned(t: int, s: int, cid: str, pgid: int = 4242) -> dict[str, Any]:
-    return E("tool/spawned", turn=t, step=s, callId=cid, pgid=pgid, identity=f"{pgid}@1700000000.25")
+def spawned(t: int, s: int, cid: str, pgid: int = 4242, identity: str | None = None) -> dict[str, Any]:
+    return E("tool/spawned", turn=t, step=s, callId=cid, pgid=pgid,
+             identity=f"{pgid}@1700000000.25" if identity is None else identity)
 
 
 def out(t: int, s: int, cid: str, value: str, stream: str = "stdout") -> dict[str, Any]:
@@ -190,6 +191,17 @@ NOT_STARTED = (
     "Retry it if it is still needed."
 )
 STOPPED = " Its process group was still running and was stopped during recovery."
+OTHER_HOST = (
+    " Its process group was started on another host (boot id {boot_id}), or on this host "
+    "before it restarted: recovery here could not stop it or tell whether it ended, and it "
+    "may still be running there."
+)
+BOOT_A = "6b1f3a52-0c8e-4d2a-9f41-2f7d5c0e8a13"  # the host that started the tools
+BOOT_B = "e0d94c7b-58a2-4b6f-8c3e-91a7f4d2b605"  # the host that recovers
+
+
+def other_host(boot_id: str) -> str:
+    return OTHER_HOST.format(boot_id=boot_id)
 
 
 def unknown_text(name: str, cid: str) -> str:
@@ -1246,6 +1258,56 @@ repair(
      full(10, 1070, se(1, 1)), full(11, 1070, te(1, "interrupted"))],
     False,
     stopped=["c1", "c2"],
+)
+
+repair(
+    "other-host-process-group",
+    "c1's group was started under boot id A; recovery runs with boot id B (bootId), so it cannot "
+    "stop the group or see whether it ended: R5's other-host sentence, naming A, follows the "
+    "TOOL_OUTCOME_UNKNOWN text; the code is unchanged.",
+    [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP)), call(1, 1, "c1", "bash", SLEEP),
+     spawned(1, 1, "c1", 4242, f"{BOOT_A}:81234:9f2c4e1a7b3d5068"), out(1, 1, "c1", "tick\n")],  # seq 0-8
+    [full(9, 1080, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + other_host(BOOT_A))),
+     full(10, 1080, se(1, 1)), full(11, 1080, te(1, "interrupted"))],
+    False,
+    bootId=BOOT_B,
+)
+
+repair(
+    "same-boot-process-group",
+    "The same log recovered on the host and boot that started c1 (bootId is A) and the group was "
+    "not found running: no sentence, exactly as without a boot id.",
+    [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP)), call(1, 1, "c1", "bash", SLEEP),
+     spawned(1, 1, "c1", 4242, f"{BOOT_A}:81234:9f2c4e1a7b3d5068"), out(1, 1, "c1", "tick\n")],  # seq 0-8
+    [full(9, 1080, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1"))),
+     full(10, 1080, se(1, 1)), full(11, 1080, te(1, "interrupted"))],
+    False,
+    bootId=BOOT_A,
+)
+
+repair(
+    "other-host-only-affects-its-call",
+    "Recovery with boot id B: c1 ran under A (other-host sentence); c2 ran under A too but is "
+    "listed as stopped (the stopped sentence wins: the store did stop it); c3 ran under B (no "
+    "sentence); c4's identity is not '<boot_id>:<starttime>[:<marker>]' (no sentence); c5 never "
+    "logged tool/spawned (no sentence).",
+    [*opening(),
+     amsg(1, 1, tc("c1", "bash", SLEEP), tc("c2", "bash", {"command": "make"}), tc("c3", "bash", {"command": "ls"}),
+          tc("c4", "bash", {"command": "pwd"}), tc("c5", "read_file")),  # seq 5
+     call(1, 1, "c1", "bash", SLEEP), spawned(1, 1, "c1", 100, f"{BOOT_A}:500:00000000000000a1"),  # 6-7
+     call(1, 1, "c2", "bash", {"command": "make"}), spawned(1, 1, "c2", 200, f"{BOOT_A}:501:00000000000000a2"),  # 8-9
+     call(1, 1, "c3", "bash", {"command": "ls"}), spawned(1, 1, "c3", 300, f"{BOOT_B}:502:00000000000000a3"),  # 10-11
+     call(1, 1, "c4", "bash", {"command": "pwd"}), spawned(1, 1, "c4", 400),  # 12-13
+     call(1, 1, "c5")],  # seq 14
+    [full(15, 1140, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + other_host(BOOT_A))),
+     full(16, 1140, placeholder(1, 1, "c2", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c2") + STOPPED)),
+     full(17, 1140, placeholder(1, 1, "c3", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c3"))),
+     full(18, 1140, placeholder(1, 1, "c4", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c4"))),
+     full(19, 1140, placeholder(1, 1, "c5", "TOOL_OUTCOME_UNKNOWN", unknown_text("read_file", "c5"))),
+     full(20, 1140, se(1, 1)), full(21, 1140, te(1, "interrupted"))],
+    False,
+    stopped=["c2"],
+    bootId=BOOT_B,
 )
 
 repair(

@@ -159,7 +159,7 @@ def test_vector(cid: str) -> None:
 
     if "closers" in expect:
         stopped = {cid: "stopped" for cid in vector.get("stopped", [])}
-        got_closers = repair_closers(reading.events, stopped)
+        got_closers = repair_closers(reading.events, stopped, vector.get("bootId"))
         assert closers_json(got_closers) == canonical(expect["closers"])
 
     if "fold" in expect:

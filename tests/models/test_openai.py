@@ -114,6 +114,41 @@ async def test_cancel_mid_stream_closes_the_socket_and_keeps_the_prefix() -> Non
     assert {"role": "assistant", "content": "partial answer"} in second["messages"]
 
 
+async def test_cancel_mid_drip_closes_the_socket() -> None:
+    """A stream that never ends (a delta every millisecond): the cancel still closes it, and
+    the server stamps the close when it reads end-of-file."""
+    plays = [Play(events=(_delta("a"),), then="drip", every=0.001, drip_text="b")]
+    session = Session.in_memory()
+    streamed = trio.Event()
+    seen = 0
+
+    def on_event(event: Any) -> None:
+        nonlocal seen
+        if event.type == "assistant/chunk" and event.data["chunk"].get("text") == "b":
+            seen += 1
+            if seen == 3:
+                streamed.set()
+
+    session.subscribe(on_event)
+    async with (
+        serve_provider(plays) as provider,
+        open_agent(session, model=model(provider), tools=[EchoTool()]) as agent,
+    ):
+        agent.followup("go")
+        with trio.fail_after(HANG_GUARD):
+            await streamed.wait()
+            conn = provider.connections[0]
+            assert not conn.closed.is_set() and conn.closed_at is None
+            assert agent.cancel(CancelCause.user())
+            await conn.closed.wait()
+            await agent.wait_idle()
+    assert conn.closed_at is not None
+    assert check_events(session.events).open_turn is None
+    interrupted = next(e.data for e in session.events if e.type == "assistant/message")
+    text = interrupted["message"]["content"][0]["text"]
+    assert interrupted["interrupted"] is True and text.startswith("abbb") and set(text[1:]) == {"b"}
+
+
 def _delta(text: str) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
 

@@ -13,6 +13,8 @@ from store_helpers import assert_valid_balanced, sha256
 from store_workload import workload
 
 from trio_agent.log import (
+    OTHER_HOST_TEXT,
+    OUTCOME_UNKNOWN_TEXT,
     STOPPED_DURING_RECOVERY_TEXT,
     Event,
     encode_event,
@@ -294,6 +296,16 @@ async def test_the_reaper_hook_gets_the_orphans_and_its_answer_reaches_the_place
     assert results["c2"].data["error"]["code"] == "TOOL_NOT_STARTED"
 
 
+async def _until_marked(pid: int, marker: str) -> None:
+    """Until ``pid`` has exec'd: before that, /proc shows the parent's environment, which has
+    no marker, so recovery could not yet prove the process ours."""
+    from trio_agent.tools import procgroup
+
+    with trio.fail_after(60):  # hang guard only
+        while not procgroup.carries_marker(pid, marker):
+            await trio.sleep(0.001)
+
+
 async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:
     from trio_agent.tools import procgroup
 
@@ -304,6 +316,7 @@ async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) ->
         ["sleep", "60"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
     )
     try:
+        await _until_marked(proc.pid, marker)
         identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
         _path, _ = _spawned_log(tmp_path, proc.pid, identity)
         async with JsonlStore(tmp_path) as store:  # default reaper
@@ -317,6 +330,62 @@ async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) ->
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_so(
+    tmp_path: Path,
+) -> None:
+    """The record names another boot id (the session continued on another host): recovery
+    cannot stop that host's group or prove it ended, so it signals nothing, even though a
+    process here matches the pid, start time and marker; the placeholder says where the tool
+    may still run (spec/recovery.md R5, other host)."""
+    from trio_agent.tools import procgroup
+
+    marker = procgroup.new_marker()
+    proc = await trio.lowlevel.open_process(
+        ["sleep", "60"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+    )
+    try:
+        await _until_marked(proc.pid, marker)
+        here = procgroup.process_identity(proc.pid)
+        assert here is not None
+        other_boot = "00000000-0000-4000-8000-00000000b007"
+        assert other_boot != procgroup.boot_id()
+        _, start = procgroup.parse_identity(here)
+        path, _ = _spawned_log(tmp_path, proc.pid, f"{other_boot}:{start}:{marker}")
+        report = await repair_file(path)  # repair --write: the default reaper runs
+        result = next(e for e in report.closers if e.type == "tool/result")
+        assert result.data["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
+        assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(
+            name="shell", call_id="c1"
+        ) + OTHER_HOST_TEXT.format(boot_id=other_boot)
+        content = result.data["content"]
+        assert "another host (boot id 00000000-0000-4000-8000-00000000b007)" in content
+        assert report.stopped == {}
+        # Nothing was signalled: the process that matches everything but the boot id runs on.
+        assert proc.returncode is None and procgroup.group_members(proc.pid) == [proc.pid]
+        assert procgroup.marked_processes(marker) == [proc.pid]
+        # Repairing the repaired log yields nothing more.
+        assert not (await repair_file(path)).changed
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_a_finished_orphan_of_this_host_gets_todays_placeholder(tmp_path: Path) -> None:
+    """Same host and boot, the group already gone: the plain R4 text, no R5 sentence."""
+    from trio_agent.tools import procgroup
+
+    marker = procgroup.new_marker()
+    proc = await trio.lowlevel.open_process(
+        ["true"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+    )
+    identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
+    await proc.wait()
+    path, _ = _spawned_log(tmp_path, proc.pid, identity)
+    report = await repair_file(path)
+    result = next(e for e in report.closers if e.type == "tool/result")
+    assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(name="shell", call_id="c1")
 
 
 @pytest.mark.parametrize("forged", ["no-marker", "wrong-marker"])

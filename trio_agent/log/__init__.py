@@ -31,10 +31,12 @@ from .events import (
 from .inbox import InboxProjection, SpliceError
 from .repair import (
     NOT_STARTED_TEXT,
+    OTHER_HOST_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     STOPPED_DURING_RECOVERY_TEXT,
     closers_for,
     repair_closers,
+    spawn_boot_id,
 )
 from .rules import RULES
 from .scan import LineScan, Scan, TornTail, lines_of, scan_lines, scan_log
@@ -45,6 +47,7 @@ __all__ = [
     "FOLD_TYPES",
     "FORMAT_VERSION",
     "NOT_STARTED_TEXT",
+    "OTHER_HOST_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "RULES",
     "STEP_SCOPED",
@@ -81,6 +84,7 @@ __all__ = [
     "repair_closers",
     "scan_lines",
     "scan_log",
+    "spawn_boot_id",
     "split_log",
     "to_data",
     "truncate_open_turn",

@@ -55,6 +55,7 @@ class _Call:
         "approval_id",
         "arguments",
         "dispatched",
+        "identity",
         "name",
         "resolved",
         "spawned",
@@ -66,6 +67,7 @@ class _Call:
         self.dispatched = False
         self.resolved = False
         self.spawned = False
+        self.identity: str | None = None  # the tool/spawned identity, once spawned
         self.approval: str | None = None  # None | "asked" | an outcome
         self.approval_id: str | None = None
 
@@ -125,6 +127,12 @@ class LogChecker:
         """``(call_id, tool_name, dispatched)`` for each call of the open step without a result,
         in the order the model requested them. ``dispatched`` means its ``tool/call`` is in."""
         return [(cid, c.name, c.dispatched) for cid, c in self._calls.items() if not c.resolved]
+
+    def spawn_identity(self, call_id: str) -> str | None:
+        """The ``identity`` that ``tool/spawned`` recorded for ``call_id`` of the open step, or
+        ``None`` (no such call, or it logged no process group)."""
+        call = self._calls.get(call_id)
+        return None if call is None else call.identity
 
     def feed(self, event: Event) -> None:
         """Check ``event`` and advance. A broken rule raises :class:`LogViolation`; state stays."""
@@ -470,6 +478,7 @@ class LogChecker:
 
         def commit() -> None:
             call.spawned = True
+            call.identity = event.data["identity"]
 
         return commit
 

@@ -4,6 +4,9 @@ A cold log whose last turn is open is completed, never cut: one placeholder ``to
 per requested call of the open step that has none (in request order), then ``step/end`` if a
 step is open, then ``turn/end{interrupted}``. Seqs continue the log and every closer reuses the
 last event's ``time``, so repair is deterministic; repairing a repaired log yields nothing.
+
+Pure: what recovery found on the machine comes in as arguments (the calls whose process group
+it stopped, and the recovering host's boot id), never from the machine itself.
 """
 
 from __future__ import annotations
@@ -30,15 +33,49 @@ NOT_STARTED_TEXT: Final = (
 STOPPED_DURING_RECOVERY_TEXT: Final = (
     " Its process group was still running and was stopped during recovery."
 )
+#: Appended when the call's process group was started under another boot id than the
+#: recovering host's, so recovery could neither stop it nor prove it ended (R5, other host).
+OTHER_HOST_TEXT: Final = (
+    " Its process group was started on another host (boot id {boot_id}), or on this host "
+    "before it restarted: recovery here could not stop it or tell whether it ended, and it "
+    "may still be running there."
+)
+
+
+def spawn_boot_id(identity: str) -> str | None:
+    """The boot id of a ``tool/spawned`` identity of the form ``<boot_id>:<starttime>`` or
+    ``<boot_id>:<starttime>:<marker>`` (spec/tools.md §3), or ``None`` for any other form."""
+    parts = identity.split(":")
+    if len(parts) not in (2, 3) or "" in parts or not parts[1].isdigit():
+        return None
+    return parts[0]
+
+
+def _suffix(
+    checker: LogChecker, call_id: str, stopped: Mapping[str, str] | None, boot_id: str | None
+) -> str:
+    """What R5 appends to a dispatched call's placeholder (empty for none)."""
+    if stopped and call_id in stopped:
+        return STOPPED_DURING_RECOVERY_TEXT
+    if boot_id is not None:
+        identity = checker.spawn_identity(call_id)
+        recorded = None if identity is None else spawn_boot_id(identity)
+        if recorded is not None and recorded != boot_id:
+            return OTHER_HOST_TEXT.format(boot_id=recorded)
+    return ""
 
 
 def closers_for(
-    checker: LogChecker, time: int, stopped: Mapping[str, str] | None = None
+    checker: LogChecker,
+    time: int,
+    stopped: Mapping[str, str] | None = None,
+    boot_id: str | None = None,
 ) -> list[Event]:
     """The closers for the state a checker reached; ``time`` is the last event's time.
 
     ``stopped`` maps call ids whose orphaned process group recovery terminated to a short
-    description of what was done; it only changes the placeholder's wording.
+    description of what was done; ``boot_id`` is the recovering host's boot id, when recovery
+    looked for orphans (``None``: it did not). Both only change the placeholder's wording (R5).
     """
     turn = checker.open_turn
     if turn is None:
@@ -53,8 +90,8 @@ def closers_for(
             else:
                 code, text = "TOOL_NOT_STARTED", NOT_STARTED_TEXT
             content = text.format(name=name, call_id=call_id)
-            if dispatched and stopped and call_id in stopped:  # R5: only a dispatched call
-                content += STOPPED_DURING_RECOVERY_TEXT
+            if dispatched:  # R5: only a dispatched call can have had a process group
+                content += _suffix(checker, call_id, stopped, boot_id)
             data: dict[str, Any] = {
                 "turn": turn,
                 "step": step,
@@ -72,7 +109,9 @@ def closers_for(
 
 
 def repair_closers(
-    events: Iterable[Event], stopped: Mapping[str, str] | None = None
+    events: Iterable[Event],
+    stopped: Mapping[str, str] | None = None,
+    boot_id: str | None = None,
 ) -> list[Event]:
     """The events that complete a crashed log (empty for a balanced or empty log).
 
@@ -84,4 +123,4 @@ def repair_closers(
     for event in events:
         checker.feed(event)
         last_time = event.time
-    return closers_for(checker, last_time, stopped)
+    return closers_for(checker, last_time, stopped, boot_id)

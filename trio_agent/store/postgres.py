@@ -55,7 +55,7 @@ from .recovery import (
     ReaperArg,
     Scan,
     closers_after,
-    orphans_of,
+    reap_for_repair,
     resolve_reaper,
     scan_log,
 )
@@ -516,12 +516,8 @@ class PostgresStore:
         try:
             token = await trio.to_thread.run_sync(self._take_lease, conn, session_id)
             scan = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
-            stopped: dict[str, str] = {}
-            if reaper is not None:
-                orphans = orphans_of(scan.events, scan.checker)
-                if orphans:
-                    stopped = dict(await reaper(orphans))
-            closers = closers_after(scan, stopped)
+            stopped, boot_id = await reap_for_repair(scan, reaper)
+            closers = closers_after(scan, stopped, boot_id)
             if closers:
                 await trio.to_thread.run_sync(
                     self._write_closers, conn, session_id, token, len(scan.events), closers

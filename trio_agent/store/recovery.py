@@ -71,6 +71,21 @@ async def reap_orphans_with_procgroup(orphans: list[Orphan]) -> Mapping[str, str
     return stopped
 
 
+def current_boot_id() -> str | None:
+    """This host's boot id (spec/tools.md §3), or ``None`` where the system has none.
+
+    Recovery passes it to repair with the orphans it reaped: a call whose process group was
+    started under another boot id gets the other-host placeholder (spec/recovery.md R5).
+    Borrowed lazily from the tools layer, like the default reaper.
+    """
+    from ..tools.procgroup import boot_id
+
+    try:
+        return boot_id()
+    except OSError:
+        return None
+
+
 def resolve_reaper(arg: ReaperArg) -> Reaper | None:
     return reap_orphans_with_procgroup if isinstance(arg, _DefaultReaper) else arg
 
@@ -179,10 +194,26 @@ def orphans_of(scan_events: Sequence[Event], checker: LogChecker) -> list[Orphan
     return found
 
 
-def closers_after(scan: Scan, stopped: Mapping[str, str] | None = None) -> list[Event]:
-    """The closers of a scanned log; their time is the last event's (deterministic)."""
+def closers_after(
+    scan: Scan, stopped: Mapping[str, str] | None = None, boot_id: str | None = None
+) -> list[Event]:
+    """The closers of a scanned log; their time is the last event's (deterministic).
+
+    ``stopped`` and ``boot_id`` are what orphan reaping found (spec/recovery.md R5); without
+    reaping, neither is known and the placeholders carry no R5 sentence.
+    """
     last_time = scan.checker.last_time if len(scan.events) else scan.header.created_at
-    return closers_for(scan.checker, last_time, stopped)
+    return closers_for(scan.checker, last_time, stopped, boot_id)
+
+
+async def reap_for_repair(scan: Scan, reaper: Reaper | None) -> tuple[dict[str, str], str | None]:
+    """Step 3 of a cold open (spec/persistence.md): stop the orphans of the open step with
+    ``reaper`` and say which host recovery runs on. ``({}, None)`` when not reaping."""
+    if reaper is None:
+        return {}, None
+    orphans = orphans_of(scan.events, scan.checker)
+    stopped = dict(await reaper(orphans)) if orphans else {}
+    return stopped, current_boot_id()
 
 
 @attrs.frozen
@@ -229,12 +260,8 @@ async def cold_open_fd(
     length = scan.keep
     if scan.keep < scan.size:
         await trio.to_thread.run_sync(_cut, ops, fd, scan.keep)
-    stopped: dict[str, str] = {}
-    if reaper is not None:
-        orphans = orphans_of(scan.events, scan.checker)
-        if orphans:
-            stopped = dict(await reaper(orphans))
-    closers = closers_after(scan, stopped)
+    stopped, boot_id = await reap_for_repair(scan, reaper)
+    closers = closers_after(scan, stopped, boot_id)
     if closers:
         data = b"".join(encode_event(e) for e in closers)
         try:

@@ -2,9 +2,11 @@
 
 It answers ``POST /chat/completions`` with the next :class:`Play` of its script: server-sent
 events, then the end of the response, a hang (the stream stays open, sending nothing, until
-the client closes it), or a dropped connection; or an error status with a body. It records
-each request's JSON body and, per connection, a :class:`trio.Event` set when the client closed
-it, so a test can wait for "the socket was closed" as an event instead of a timer.
+the client closes it), a drip (one more text delta every ``every`` seconds, forever, until the
+client closes it), or a dropped connection; or an error status with a body. It records each
+request's JSON body and, per connection, a :class:`trio.Event` set when the client closed it
+(and the ``time.perf_counter()`` of that moment), so a test can wait for "the socket was
+closed" as an event instead of a timer.
 
 HTTP is h11 (one connection, one request: the server closes after the response). Run it by
 hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL and answers
@@ -17,8 +19,9 @@ import argparse
 import contextlib
 import functools
 import sys
+import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 import attrs
@@ -40,14 +43,17 @@ __all__ = [
 class Play:
     """One scripted response. ``events`` are SSE ``data`` payloads, sent in order (a dict is
     JSON-encoded; a str is sent as is, so ``"[DONE]"`` or malformed text can be scripted);
-    ``raw`` bytes are sent verbatim after them."""
+    ``raw`` bytes are sent verbatim after them. With ``then="drip"``, a text delta of
+    ``drip_text`` follows every ``every`` seconds until the client closes the connection."""
 
     status: int = 200
     events: tuple[dict[str, Any] | str, ...] = ()
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     raw: bytes = b""
-    then: Literal["end", "hang", "drop"] = "end"
+    then: Literal["end", "hang", "drop", "drip"] = "end"
+    every: float = 0.001
+    drip_text: str = "."
 
 
 @attrs.define
@@ -55,6 +61,8 @@ class Connection:
     """What one client connection did."""
 
     closed: trio.Event = attrs.Factory(trio.Event)
+    #: ``time.perf_counter()`` when the server saw the connection end (set with ``closed``).
+    closed_at: float | None = None
     request: dict[str, Any] | None = None
 
 
@@ -121,6 +129,7 @@ class Provider:
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
             pass  # the client went away: that is what `closed` records
         finally:
+            conn.closed_at = time.perf_counter()
             conn.closed.set()
             await stream.aclose()
 
@@ -169,7 +178,32 @@ class Provider:
             while await stream.receive_some(65536):  # until the client closes the socket
                 pass
             return
+        if play.then == "drip":
+            await _drip(stream, send, play)
+            return
         await send(h11.EndOfMessage())
+
+
+async def _drip(
+    stream: trio.SocketStream, send: Callable[[Any], Awaitable[None]], play: Play
+) -> None:
+    """Send a delta every ``play.every`` seconds while waiting for the client to close: the
+    close is seen when it happens (a read returns end-of-file), not at the next send."""
+    payload = orjson.dumps(_choice({"content": play.drip_text}))
+    data = b"data: " + payload + b"\n\n"
+
+    async def drip() -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while True:
+                await trio.sleep(play.every)
+                await send(h11.Data(data=data))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drip)
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while await stream.receive_some(65536):
+                pass
+        nursery.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager

@@ -54,7 +54,7 @@ _STAT_MAX = 4096
 # ``Z`` (zombie) and ``X`` (dead) entries have exited; they can run no code and write nothing.
 _EXITED_STATES = frozenset({"Z", "X"})
 
-OrphanStatus = Literal["stopped", "gone", "identity-mismatch", "unverified"]
+OrphanStatus = Literal["stopped", "gone", "identity-mismatch", "unverified", "other-boot"]
 
 #: The environment variable every process of a call inherits (spec/tools.md §3, §10): its
 #: value, the call's *marker*, is random per call, so only processes descended from that
@@ -714,7 +714,9 @@ class OrphanOutcome:
     #: ``stopped``: ours, and we terminated it. ``gone``: nothing of it is alive.
     #: ``identity-mismatch``: the pid now belongs to another process, so our group is gone;
     #: nothing was signalled. ``unverified``: the leader is gone but processes with this pgid
-    #: live on; they cannot be proven ours, so nothing was signalled.
+    #: live on; they cannot be proven ours, so nothing was signalled. ``other-boot``: the
+    #: record names another boot id (another host, or this one before a restart): nothing
+    #: here can stop it or prove it ended, so nothing was looked at or signalled.
     status: OrphanStatus
     #: Live members seen (for ``unverified``: the processes left alone).
     members: tuple[int, ...] = ()
@@ -745,7 +747,9 @@ async def reap_orphan_group(
       ``pgid`` live on but none carries the marker (or the record has none) → ``unverified``:
       reported, never signalled; nothing alive → ``gone``.
 
-    A record from another boot describes nothing alive now: ``gone``.
+    A record from another boot (another host's, or this host's before a restart) says nothing
+    about this host's processes, and this host cannot reach the other's: ``other-boot``,
+    nothing signalled.
     """
     if pgid < 1:
         # log.md allows pgid >= 1. pgid 1 (init's) or our own group need no special case: their
@@ -754,7 +758,7 @@ async def reap_orphan_group(
     recorded_boot, start = parse_identity(identity)
     marker = identity_marker(identity)
     if recorded_boot != boot_id():
-        return OrphanOutcome(pgid=pgid, status="gone")
+        return OrphanOutcome(pgid=pgid, status="other-boot")
     current = process_identity(pgid)
     leader_is_ours = (
         marker is not None
