@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 REPO = Path(__file__).resolve().parent.parent.parent
 ENSURE = REPO / "scripts" / "ensure-postgres.sh"
@@ -80,6 +81,12 @@ class Cluster:
     def base_dsn(self, db: str = "postgres") -> str:
         return f"host={self.socket_dir} user=postgres dbname={db}"
 
+    def socket_dsn(self, db: str) -> str:
+        """The same database as a ``postgresql://`` URI (the socket directory as ``host``)."""
+        from urllib.parse import quote
+
+        return f"postgresql:///{db}?host={quote(str(self.socket_dir), safe='')}&user=postgres"
+
     def new_database(self) -> str:
         """A fresh, empty database; its DSN."""
         import psycopg
@@ -112,3 +119,44 @@ def pg_cluster() -> Iterator[Cluster]:
 def pg_dsn(pg_cluster: Cluster) -> str:
     """A fresh database in the throwaway cluster (each test sees empty tables)."""
     return pg_cluster.new_database()
+
+
+def rows(dsn: str, sid: str) -> list[bytes]:
+    """The event rows of session ``sid``, in seq order (and the seqs have no gap)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(
+            "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (sid,)
+        )
+        got = cur.fetchall()
+    assert [s for s, _ in got] == list(range(len(got)))
+    return [bytes(line) for _, line in got]
+
+
+def force_expiry(dsn: str, sid: str) -> None:
+    """Make the session's lease lapse now, behind its writer's back (as if it had paused)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE trio_agent_session SET expires = clock_timestamp() WHERE session_id = %s",
+            (sid,),
+        )
+
+
+async def wait_lease_lapsed(dsn: str, sid: str) -> None:
+    """Wait, on the database clock, until the session's lease has expired (no time limit)."""
+    import psycopg
+
+    while True:
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute(
+                "SELECT extract(epoch FROM expires - clock_timestamp()) FROM trio_agent_session "
+                "WHERE session_id = %s",
+                (sid,),
+            ).fetchone()
+        assert row is not None
+        if row[0] is None or row[0] <= 0:
+            return
+        await trio.sleep(float(row[0]) + 0.01)

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 import trio
-from pg_cluster import Cluster, pg_cluster, pg_dsn
+from pg_cluster import Cluster, rows, wait_lease_lapsed
 from store_helpers import child_env
 
 from trio_agent.log import check_events, encode_event
@@ -36,8 +36,6 @@ from trio_agent.store import (
     WriteFailed,
 )
 
-__all__ = ["pg_cluster", "pg_dsn"]  # fixtures, re-exported for pytest
-
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "pg_child.py"
 HANG_GUARD = 120.0  # only a hung child ever reaches it
@@ -52,31 +50,6 @@ TURN = [
 def close_turn(session: Any, turn: int = 1) -> None:
     session.append("step/end", {"turn": turn, "step": 1})
     session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-
-
-def rows(dsn: str, sid: str) -> list[bytes]:
-    with psycopg.connect(dsn) as conn:
-        cur = conn.execute(
-            "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (sid,)
-        )
-        got = cur.fetchall()
-    assert [s for s, _ in got] == list(range(len(got)))
-    return [bytes(line) for _, line in got]
-
-
-async def wait_lease_lapsed(dsn: str, sid: str) -> None:
-    """Wait, on the database clock, until the session's lease has expired (no time limit)."""
-    while True:
-        with psycopg.connect(dsn) as conn:
-            row = conn.execute(
-                "SELECT extract(epoch FROM expires - clock_timestamp()) FROM trio_agent_session "
-                "WHERE session_id = %s",
-                (sid,),
-            ).fetchone()
-        assert row is not None
-        if row[0] is None or row[0] <= 0:
-            return
-        await trio.sleep(float(row[0]) + 0.01)
 
 
 class Child:

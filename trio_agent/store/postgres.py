@@ -213,16 +213,38 @@ class PgWriter(Writer):
         self._next_seq = next_seq
         self._uncertain = False  # the last attempt failed: it may have committed
         self.fenced: SessionFenced | None = None
+        self._lost = trio.Event()  # set (in the trio thread) once ``fenced`` is
 
     @property
     def token(self) -> int:
         return self._token
 
-    def fence(self, error: SessionFenced) -> None:
-        """Mark this writer as fenced: no further attempt touches the database."""
+    @property
+    def lost(self) -> SessionFenced | None:
+        """The :class:`SessionFenced` that ended this writer's writing, if it was fenced."""
+        return self.fenced
+
+    async def wait_lost(self) -> SessionFenced:
+        """Return the :class:`SessionFenced` once this writer is fenced (batch or renewal)."""
+        await self._lost.wait()
+        assert self.fenced is not None
+        return self.fenced
+
+    def _mark_fenced(self, error: SessionFenced) -> None:
+        """Record the fencing (any thread): no further attempt touches the database."""
         if self.fenced is None:
             self.fenced = error
             _log.error("%s", error)
+
+    def fence(self, error: SessionFenced) -> None:
+        """Mark this writer as fenced and wake :meth:`wait_lost` (trio thread only)."""
+        self._mark_fenced(error)
+        self._lost.set()
+
+    async def _write_batch(self) -> None:
+        await super()._write_batch()
+        if self.fenced is not None:  # fenced by this batch's transaction, in the worker thread
+            self._lost.set()
 
     def submit(self, line: bytes) -> None:
         if self.fenced is not None:
@@ -231,6 +253,7 @@ class PgWriter(Writer):
 
     async def flush(self) -> None:
         if self.fenced is not None:
+            self._lost.set()
             await trio.lowlevel.checkpoint()
             raise self.fenced
         try:
@@ -242,6 +265,7 @@ class PgWriter(Writer):
 
     async def wait_writable(self) -> None:
         if self.fenced is not None:
+            self._lost.set()
             await trio.lowlevel.checkpoint()
             raise self.fenced
         try:
@@ -271,7 +295,7 @@ class PgWriter(Writer):
                         (self._id, seqs, lines[start:]),
                     )
         except _Fenced as exc:
-            self.fence(exc.error)
+            self._mark_fenced(exc.error)  # a worker thread: _write_batch wakes wait_lost
             raise
         except OSError:
             self._uncertain = True
