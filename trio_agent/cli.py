@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import attrs
 import orjson
 
 from . import conform
+from .dsn import is_dsn, redact
 from .log import (
     Event,
     HeaderError,
@@ -42,6 +44,9 @@ from .log import (
 )
 from .log.render import render_timeline
 from .testing import command as harness_command
+
+if TYPE_CHECKING:
+    from .store.postgres import StoredLog
 
 OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 
@@ -107,12 +112,18 @@ _PID_NAME = "session.pid"
 
 @attrs.frozen
 class Live:
-    """The log is held by a live writer (its ``flock``, spec/persistence.md §4)."""
+    """The log is held by a live writer: its ``flock`` (spec/persistence.md §4), or for a
+    session in a database its current lease (``lease`` names owner and expiry, §10.2)."""
 
     pid: int | None
+    lease: str | None = None
 
     def holder(self) -> str:
         return "another process" if self.pid is None else f"process {self.pid}"
+
+    def locked(self) -> str:
+        """``locked by process 4242`` or ``leased by HOST:PID:RND until TIME``."""
+        return self.lease if self.lease is not None else f"locked by {self.holder()}"
 
 
 def _probe_live(fd: int, path: str) -> Live | None:
@@ -164,9 +175,88 @@ def _read(path: str) -> bytes:
     return _read_log(path)[0]
 
 
-def _scan_live(path: str, *, strict: bool) -> tuple[Scan, Live | None]:
-    """Read and check ``path``; map every core error to a one-line :class:`CliError`."""
-    data, live = _read_log(path)
+# -- --store STORE --session ID: a stored session as the input of a file command ----------
+
+#: Reads one input of a file command: its bytes (as a log file) and whether it is live.
+Reader = Callable[[], tuple[bytes, Live | None]]
+
+
+def _usage(command: str, message: str) -> CliError:
+    return CliError(
+        f"trio-agent {command}: {message} (see `trio-agent {command} --help`)", UNREADABLE
+    )
+
+
+def _stored_input(stored: StoredLog) -> tuple[bytes, Live | None]:
+    """A stored session's log bytes, and its lease as a :class:`Live` when it is current."""
+    if not stored.live:
+        return stored.data, None
+    owner = stored.owner or "an unknown owner"
+    return stored.data, Live(None, f"leased by {owner} until {stored.expires}")
+
+
+def _read_stored(dsn: str, session_id: str, where: str) -> tuple[bytes, Live | None]:
+    """A session in a database as the bytes of its JSONL log; errors as one line each."""
+    from .store import SessionCorrupt, SessionNotFound, StoreError
+    from .store.db_cli import read_session
+
+    try:
+        stored = read_session(dsn, session_id)
+    except SessionNotFound:
+        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+    return _stored_input(stored)
+
+
+def store_where(session_id: str) -> str:
+    """How messages name a session stored in a database (the store's own errors do too)."""
+    return f"postgres:{session_id}"
+
+
+def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader]:
+    """``--store STORE --session ID``: a database session, or a JSONL store directory's log."""
+    if is_dsn(store):
+        where = store_where(session_id)
+        return where, functools.partial(_read_stored, store, session_id, where)
+    root = Path(store)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "no such directory"
+        raise CliError(
+            f"{root}: {what} (--store takes a store directory or a postgresql:// DSN)",
+            UNREADABLE,
+        )
+    from .store.ids import escape_id
+    from .store.jsonl import LOG_NAME
+
+    path = str(root / escape_id(session_id) / LOG_NAME)
+    return path, functools.partial(_read_log, path)
+
+
+def _inputs(args: argparse.Namespace, files: list[str]) -> list[tuple[str, Reader]]:
+    """What a file command reads: its FILE arguments, or ``--store STORE --session ID``."""
+    command = args.command
+    if args.store is None:
+        if args.session is not None:
+            raise _usage(command, "--session needs --store STORE")
+        if not files:
+            raise _usage(command, "give a FILE, or --store STORE --session ID")
+        return [(path, functools.partial(_read_log, path)) for path in files]
+    if files:
+        raise _usage(command, "give either FILE or --store STORE --session ID, not both")
+    if args.session is None:
+        raise _usage(command, "--store needs --session ID (the session to read)")
+    return [_store_input(command, args.store, args.session)]
+
+
+def _scan_live(
+    path: str, *, strict: bool, read: Reader | None = None
+) -> tuple[Scan, Live | None]:
+    """Read and check ``path`` (through ``read``, when given); map every core error to a
+    one-line :class:`CliError`."""
+    data, live = read() if read is not None else _read_log(path)
     return _check(path, data, strict=strict), live
 
 
@@ -203,7 +293,7 @@ def _scan_noting_tail(path: str, err: TextIO, *, strict: bool) -> Scan:
 
 
 def _live_words(path: str, scan: Scan, live: Live) -> str:
-    return f"{path}: session {scan.header.id!r} is live (locked by {live.holder()})"
+    return f"{path}: session {scan.header.id!r} is live ({live.locked()})"
 
 
 def _refuse_live(path: str, scan: Scan, live: Live | None) -> None:
@@ -245,9 +335,9 @@ def plural(n: int, word: str) -> str:
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     worst = OK
-    for path in args.files:
+    for path, read in _inputs(args, args.files):
         try:
-            scan, live = _scan_live(path, strict=True)
+            scan, live = _scan_live(path, strict=True, read=read)
         except CliError as exc:
             print(exc, file=err)
             worst = max(worst, exc.code)
@@ -255,7 +345,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _note_tail(path, scan, err)
         if live is not None:
             print(
-                f"{path}: note: session {scan.header.id!r} is live (locked by {live.holder()}); "
+                f"{path}: note: session {scan.header.id!r} is live ({live.locked()}); "
                 "checked what it has written so far",
                 file=err,
             )
@@ -287,18 +377,57 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # --write too reads and checks the file first, so that both modes give the same verdict
     # and the same line on bad input, and a live session is refused before the store is
     # involved (spec/cli.md §Live sessions).
-    scan, live = _scan_live(args.file, strict=False)
-    _refuse_live(args.file, scan, live)
+    path, read = _inputs(args, [args.file] if args.file is not None else [])[0]
+    scan, live = _scan_live(path, strict=False, read=read)
+    _refuse_live(path, scan, live)
     if args.write:
+        if args.store is not None and is_dsn(args.store):
+            return _repair_stored(args.store, args.session, path, out, err, no_reap=args.no_reap)
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         if args.no_reap:
-            return run_repair_file(args.file, out, err, reap_orphans=None)
-        return run_repair_file(args.file, out, err)
-    _note_tail(args.file, scan, err)
+            return run_repair_file(path, out, err, reap_orphans=None)
+        return run_repair_file(path, out, err)
+    _note_tail(path, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
     for event in closers_for(scan.checker, scan.last_time, stopped):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
+    return OK
+
+
+def _repair_stored(
+    dsn: str, session_id: str, where: str, out: TextIO, err: TextIO, *, no_reap: bool
+) -> int:
+    """``repair --write --store DSN``: the store's own cold open (lease taken, repair fenced by
+    the new token, lease given back); its errors as one line each."""
+    from .store import (
+        SessionCorrupt,
+        SessionFenced,
+        SessionLocked,
+        SessionNotFound,
+        StoreError,
+        UnsupportedFormat,
+        WriteFailed,
+    )
+    from .store.db_cli import repair_session
+
+    try:
+        if no_reap:
+            repair_session(dsn, session_id, where, out, err, reap_orphans=None)
+        else:
+            repair_session(dsn, session_id, where, out, err)
+    except SessionNotFound:
+        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
+    except (SessionLocked, SessionFenced) as exc:
+        raise CliError(f"{where}: refused: {exc}", REFUSED) from None
+    except WriteFailed as exc:
+        raise CliError(f"{where}: {exc} (nothing was written; run repair again)", REFUSED) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except UnsupportedFormat as exc:
+        raise CliError(str(exc), UNREADABLE) from None
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot use the store: {exc}", UNREADABLE) from None
     return OK
 
 
@@ -334,8 +463,8 @@ def _line_start(data: bytes, line: int) -> int:
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The timeline; a log that breaks a rule is shown up to the offending line, which is
     marked with the rule, and the command exits 1 (2 for a line that is not JSON)."""
-    path = args.file
-    data, live = _read_log(path)
+    path, read = _inputs(args, [args.file] if args.file is not None else [])[0]
+    data, live = read()
     color = args.color
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
@@ -379,23 +508,68 @@ def _when(ms: int) -> str:
         return f"{ms} ms"
 
 
-def _session_row(session_id: str, path: Path) -> list[str]:
-    """One line of ``sessions``: id, turns, events, last activity, state."""
+def _session_row(
+    session_id: str, where: str, read: Reader, *, store: str | None = None
+) -> list[str]:
+    """One line of ``sessions``: id, turns, events, last activity, state. ``store`` is the
+    ``--store`` to name in the hints (``None``: the ``--root`` directory's file)."""
     try:
-        scan, live = _scan_live(str(path), strict=False)
+        scan, live = _scan_live(where, strict=False, read=read)
     except CliError as exc:
         what = "corrupt" if exc.code == BROKEN else "unreadable"
-        return [session_id, "-", "-", "-", f"{what} (trio-agent check {path})"]
+        check = where if store is None else f"--store {store} --session {session_id}"
+        return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
     last = scan.events[-1].time if scan.events else scan.header.created_at
     turn = scan.checker.open_turn
     if live is not None:
-        state = f"live ({live.holder()})" + (f", turn {turn} running" if turn else "")
+        holder = live.holder() if live.lease is None else live.lease
+        state = f"live ({holder})" + (f", turn {turn} running" if turn else "")
     elif turn is not None:
-        state = f"crashed: turn {turn} open (run --session {session_id} repairs it)"
+        run = "" if store is None else f"--store {store} "
+        state = f"crashed: turn {turn} open (run {run}--session {session_id} repairs it)"
     else:
         state = "cold"
     turns = str(scan.checker.last_turn)
     return [session_id, turns, str(len(scan.events)), _when(last), state]
+
+
+def _store_option(args: argparse.Namespace) -> str | None:
+    """The ``--store`` value naming a database, or ``None`` (then ``args.root`` is the
+    JSONL store directory, from ``--root`` or a ``--store`` that is not a DSN)."""
+    if args.store is None:
+        return None
+    if args.root is not None:
+        raise _usage(args.command, "give either --root DIR or --store STORE, not both")
+    if is_dsn(args.store):
+        return str(args.store)
+    args.root = args.store
+    return None
+
+
+def _fail(error: CliError) -> NoReturn:
+    raise error
+
+
+def _stored_rows(dsn: str) -> list[list[str]]:
+    """The ``sessions`` rows of a database store (each session read once, in one go)."""
+    from .store import StoreError
+    from .store.db_cli import list_sessions
+
+    try:
+        found = list_sessions(dsn)
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+    rows = []
+    shown = redact(dsn)
+    for sid, stored in found:
+        where = store_where(sid)
+        read: Reader
+        if isinstance(stored, StoreError):
+            read = functools.partial(_fail, CliError(f"{where}: {stored}", BROKEN))
+        else:
+            read = functools.partial(_stored_input, stored)
+        rows.append(_session_row(sid, where, read, store=shown))
+    return rows
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -403,7 +577,15 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from .store import JsonlStore
 
-    root = Path(args.root)
+    dsn = _store_option(args)
+    if dsn is not None:
+        found = _stored_rows(dsn)
+        if not found:
+            print(f"{redact(dsn)}: note: no sessions here", file=err)
+            return OK
+        _print_table(found, out)
+        return OK
+    root = Path(args.root if args.root is not None else "sessions")
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "no such directory"
         raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
@@ -412,13 +594,21 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not ids:
         print(f"{root}: note: no sessions here", file=err)
         return OK
+    found = []
+    for sid in ids:
+        path = str(store.path_of(sid))
+        found.append(_session_row(sid, path, functools.partial(_read_log, path)))
+    _print_table(found, out)
+    return OK
+
+
+def _print_table(found: list[list[str]], out: TextIO) -> None:
     rows = [["ID", "TURNS", "EVENTS", "LAST ACTIVITY", "STATE"]]
-    rows += [_session_row(sid, store.path_of(sid)) for sid in ids]
+    rows += found
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         out.write("  ".join([*cells, row[4]]) + "\n")
-    return OK
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -474,32 +664,39 @@ _FILE_CODES = """\
   2    unreadable input: no such file, not a regular file, a bad header or a line that
        is not JSON"""
 
+_STORE_CODE = """
+       (with --store: a bad DSN, an unreachable database, no such session)"""
+
 _CODES: dict[str, str] = {
     "check": """\
   0    every FILE is a valid log (with --balanced, no turn is open)
   1    a log breaks a rule, or --balanced found an open turn
   2    unreadable input: no such file, not a regular file, a bad header or a line that
-       is not JSON (the worst code over all FILEs is returned)""",
+       is not JSON (the worst code over all FILEs is returned)"""
+    + _STORE_CODE,
     "repair": _FILE_CODES
+    + _STORE_CODE
     + """
-  3    refused: the session is live (its writer holds the lock; a live session is never
-       repaired), or --write could not write the repair""",
+  3    refused: the session is live (its writer holds the lock, or its lease is current;
+       a live session is never repaired), or --write could not write the repair""",
     "fold": _FILE_CODES,
     "truncate": _FILE_CODES
     + """
   3    refused: the session is live (a live session is never truncated)""",
-    "show": _FILE_CODES,
+    "show": _FILE_CODES + _STORE_CODE,
     "demo": """\
   0    every scenario ran and its checks passed
   1    a scenario's check failed (the line says which)""",
     "run": """\
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
-  2    unusable --root or --session, or the log is not a session log
-  3    refused: the session is live in another process""",
+  2    unusable --root, --store or --session (a bad DSN, an unreachable database), or the
+       log is not a session log
+  3    refused: the session is live in another process (or its lease was taken over by
+       another owner while this run was writing it)""",
     "sessions": """\
   0    listed (a session that cannot be read is listed as such)
-  2    --root is missing or not a directory""",
+  2    --root is missing or not a directory, or the --store database cannot be read""",
     "serve": """\
   0    stopped by Ctrl-C or SIGTERM
   2    cannot listen on HOST:PORT (for example the port is in use)""",
@@ -578,9 +775,21 @@ def build_parser() -> argparse.ArgumentParser:
         )
         return p
 
+    def add_store_input(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--store",
+            metavar="STORE",
+            help="instead of FILE: read session --session from this store, a postgresql:// "
+            "DSN (or libpq key=value string) or a store directory",
+        )
+        p.add_argument(
+            "--session", type=_session_id, metavar="ID", help="with --store: the session's id"
+        )
+
     p = add("check", "check log files against the rules of spec/invariants.md")
-    p.add_argument("files", nargs="+", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument("--balanced", action="store_true", help="an open last turn is an error")
+    add_store_input(p)
     p.set_defaults(run=cmd_check)
 
     p = add(
@@ -593,7 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
         "call (spec/tools.md §9), so a forged log cannot get other processes killed.\n"
         "--no-reap writes the closers without signalling anything.",
     )
-    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="a session log (session.jsonl)")
+    add_store_input(p)
     p.add_argument(
         "--write",
         action="store_true",
@@ -624,7 +834,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_truncate)
 
     p = add("show", "print a readable timeline")
-    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="a session log (session.jsonl)")
+    add_store_input(p)
     p.add_argument(
         "--color",
         action=argparse.BooleanOptionalAction,
@@ -644,8 +855,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="store_true", help="wait for Enter between steps")
     p.set_defaults(run=cmd_demo)
 
+    store_help = (
+        "the store: a postgresql:// DSN (or libpq key=value string) for a database, or a "
+        "store directory (the same as --root)"
+    )
     p = add("run", "an interactive agent: each line runs in bash; Ctrl-C cancels")
-    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.add_argument("--root", help="store directory (default: ./sessions)")
+    p.add_argument("--store", metavar="STORE", help=store_help)
     p.add_argument(
         "--session",
         default="default",
@@ -670,9 +886,11 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions",
         "list the sessions under a store directory",
         "List the sessions under --root: id, turns, events, last activity, and whether each\n"
-        "is live (another process holds it), cold, or crashed with a turn open.",
+        "is live (another process holds it), cold, or crashed with a turn open. --store\n"
+        "lists a database store (or a store directory) instead.",
     )
-    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.add_argument("--root", help="store directory (default: ./sessions)")
+    p.add_argument("--store", metavar="STORE", help=store_help)
     p.set_defaults(run=cmd_sessions)
 
     conform.add_parser(sub)

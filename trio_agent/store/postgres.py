@@ -32,6 +32,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+import attrs
 import psycopg
 import trio
 
@@ -62,7 +63,7 @@ from .recovery import (
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
 
-__all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore"]
+__all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore", "StoredLog"]
 
 _log = logging.getLogger("trio_agent.store")
 
@@ -106,6 +107,20 @@ def default_owner() -> str:
 
 def _fmt_time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="milliseconds")
+
+
+@attrs.frozen
+class StoredLog:
+    """A stored session read back as a JSONL log, with its lease (for the file commands)."""
+
+    #: The header line and every event line, each ending in a newline: the bytes a JSONL
+    #: file of this session would hold.
+    data: bytes
+    #: True while the lease is current (a writer holds the session, here or elsewhere).
+    live: bool
+    #: The lease's owner and expiry (ISO 8601, database clock), when ``live``.
+    owner: str | None = None
+    expires: str | None = None
 
 
 class _Fenced(OSError):
@@ -750,6 +765,31 @@ class PostgresStore:
             return ids
 
         return sorted(await self._run(fn))
+
+    async def read_log(self, session_id: str) -> StoredLog:
+        """The session's rows as the bytes of its JSONL log, and whether it is live, in one
+        transaction (read-only: nothing is repaired). :class:`SessionNotFound` if not stored;
+        a gap in the seqs is :class:`SessionCorrupt`."""
+        where = self._where(session_id)
+
+        def fn(cur: psycopg.Cursor[Any]) -> StoredLog | None:
+            cur.execute(
+                "SELECT owner, expires, expires IS NOT NULL AND expires > clock_timestamp() "
+                "FROM trio_agent_session WHERE session_id = %s",
+                (session_id,),
+            )
+            row = cur.fetchone()
+            data = None if row is None else _read_log(cur, session_id, where)
+            if row is None or data is None:
+                return None
+            if not row[2]:
+                return StoredLog(data, False)
+            return StoredLog(data, True, row[0], _fmt_time(row[1]))
+
+        stored = await self._run(fn)
+        if stored is None:
+            raise SessionNotFound(session_id)
+        return stored
 
     async def lease_of(self, session_id: str) -> tuple[str | None, int, bool] | None:
         """``(owner, token, current)`` of a session's lease, or ``None`` if it is not stored."""
