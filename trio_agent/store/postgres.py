@@ -290,6 +290,9 @@ class PgWriter(Writer):
                 raise exc.__cause__.error from None
             raise
 
+    def _retryable(self, exc: OSError) -> bool:
+        return not isinstance(exc, _Fenced)  # fenced: logged once, as an error, by fence()
+
     def _write_blocking(self, data: bytes) -> None:
         """One batch attempt, in a worker thread: one fenced transaction."""
         if self.fenced is not None:
