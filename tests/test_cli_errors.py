@@ -111,9 +111,15 @@ def test_bare_command_prints_usage_and_a_hint() -> None:
 
 
 def test_a_usage_error_is_one_line_with_a_hint() -> None:
+    line = one_line(cli("fold"), 2)
+    assert line.startswith("trio-agent fold: the following arguments are required: FILE")
+    assert line.endswith("(see `trio-agent fold --help`)")
+    # check, show and repair read a FILE or --store STORE --session ID: same manners.
     line = one_line(cli("check"), 2)
-    assert line.startswith("trio-agent check: the following arguments are required: FILE")
-    assert line.endswith("(see `trio-agent check --help`)")
+    assert line == (
+        "trio-agent check: give a FILE, or --store STORE --session ID "
+        "(see `trio-agent check --help`)"
+    )
 
 
 # -- broken pipe --------------------------------------------------------------------------

@@ -14,18 +14,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
+import io
 import os
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, NoReturn, TextIO
+from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 
 import attrs
 import orjson
 
 from . import conform
+from .dsn import is_dsn, redact
 from .log import (
     FOLD_TYPES,
     ConsumedFold,
@@ -44,6 +47,9 @@ from .log import (
 )
 from .log.render import render_timeline
 from .testing import command as harness_command
+
+if TYPE_CHECKING:
+    from .store.postgres import StoredLog
 
 OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 
@@ -109,12 +115,18 @@ _PID_NAME = "session.pid"
 
 @attrs.frozen
 class Live:
-    """The log is held by a live writer (its ``flock``, spec/persistence.md §4)."""
+    """The log is held by a live writer: its ``flock`` (spec/persistence.md §4), or for a
+    session in a database its current lease (``lease`` names owner and expiry, §10.2)."""
 
     pid: int | None
+    lease: str | None = None
 
     def holder(self) -> str:
         return "another process" if self.pid is None else f"process {self.pid}"
+
+    def locked(self) -> str:
+        """``locked by process 4242`` or ``leased by HOST:PID:RND until TIME``."""
+        return self.lease if self.lease is not None else f"locked by {self.holder()}"
 
 
 def _probe_live(fd: int, path: str) -> Live | None:
@@ -139,16 +151,111 @@ def _probe_live(fd: int, path: str) -> Live | None:
 _BUFFER = 1 << 20
 
 
+#: Whether the input is live now (probed before and after a read).
+Probe = Callable[[], "Live | None"]
+#: Opens one input of a file command: its log as a binary stream, and its liveness probe.
+Reader = Callable[[], contextlib.AbstractContextManager[tuple[BinaryIO, Probe]]]
+
+
 @contextlib.contextmanager
-def _open_log(path: str) -> Iterator[tuple[BinaryIO, Live | None]]:
-    """The log file ``path`` as a binary stream, and whether a live writer held it at open.
+def _open_log(path: str) -> Iterator[tuple[BinaryIO, Probe]]:
+    """The log file ``path`` as a binary stream, and the probe of its writer's lock.
 
     A regular file only (:func:`open_regular`); the lock is probed, never held while reading:
     a reader must never make a writer's open fail (spec/cli.md §Live sessions).
     """
     fd = open_regular(path)
     with open(fd, "rb", buffering=_BUFFER, closefd=True) as f:
-        yield f, _probe_live(fd, path)
+        yield f, functools.partial(_probe_live, fd, path)
+
+
+# -- --store STORE --session ID: a stored session as the input of a file command ----------
+
+
+def _usage(command: str, message: str) -> CliError:
+    return CliError(
+        f"trio-agent {command}: {message} (see `trio-agent {command} --help`)", UNREADABLE
+    )
+
+
+def _stored_live(stored: StoredLog) -> Live | None:
+    """A stored session's lease as a :class:`Live` when it is current."""
+    if not stored.live:
+        return None
+    owner = stored.owner or "an unknown owner"
+    return Live(None, f"leased by {owner} until {stored.expires}")
+
+
+@contextlib.contextmanager
+def _stored_input(stored: StoredLog) -> Iterator[tuple[BinaryIO, Probe]]:
+    """A stored session's log (as the bytes of its JSONL file) and its lease."""
+    live = _stored_live(stored)
+    yield io.BytesIO(stored.data), lambda: live
+
+
+def _read_stored(dsn: str, session_id: str, where: str) -> StoredLog:
+    """A session in a database, read in one go; errors as one line each."""
+    from .store import SessionCorrupt, SessionNotFound, StoreError
+    from .store.db_cli import read_session
+
+    try:
+        return read_session(dsn, session_id)
+    except SessionNotFound:
+        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+
+
+def _open_stored(
+    dsn: str, session_id: str, where: str
+) -> contextlib.AbstractContextManager[tuple[BinaryIO, Probe]]:
+    return _stored_input(_read_stored(dsn, session_id, where))
+
+
+def store_where(session_id: str) -> str:
+    """How messages name a session stored in a database (the store's own errors do too)."""
+    return f"postgres:{session_id}"
+
+
+def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader]:
+    """``--store STORE --session ID``: a database session, or a JSONL store directory's log."""
+    if is_dsn(store):
+        where = store_where(session_id)
+        return where, functools.partial(_open_stored, store, session_id, where)
+    root = Path(store)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "no such directory"
+        raise CliError(
+            f"{root}: {what} (--store takes a store directory or a postgresql:// DSN)",
+            UNREADABLE,
+        )
+    from .store.ids import escape_id
+    from .store.jsonl import LOG_NAME
+
+    path = str(root / escape_id(session_id) / LOG_NAME)
+    return path, functools.partial(_open_log, path)
+
+
+def _inputs(args: argparse.Namespace, files: list[str]) -> list[tuple[str, Reader]]:
+    """What a file command reads: its FILE arguments, or ``--store STORE --session ID``."""
+    command = args.command
+    if args.store is None:
+        if args.session is not None:
+            raise _usage(command, "--session needs --store STORE")
+        if not files:
+            raise _usage(command, "give a FILE, or --store STORE --session ID")
+        return [(path, functools.partial(_open_log, path)) for path in files]
+    if files:
+        raise _usage(command, "give either FILE or --store STORE --session ID, not both")
+    if args.session is None:
+        raise _usage(command, "--store needs --session ID (the session to read)")
+    return [_store_input(command, args.store, args.session)]
+
+
+def _one_input(args: argparse.Namespace) -> tuple[str, Reader]:
+    return _inputs(args, [args.file] if args.file is not None else [])[0]
 
 
 def _stream(
@@ -182,11 +289,15 @@ def _scan_live(
     strict: bool,
     sink: Callable[[Event], None] | None = None,
     sink_types: Collection[str] | None = None,
+    read: Reader | None = None,
 ) -> tuple[LineScan, Live | None]:
-    """Stream and check ``path``; ``(scan, live)``, live probed before and after the read."""
-    with _open_log(path) as (f, live):
+    """Stream and check ``path`` (opened by ``read``, when given); ``(scan, live)``, live
+    probed before and after the read."""
+    opener = read if read is not None else functools.partial(_open_log, path)
+    with opener() as (f, probe):
+        live = probe()
         scan = _stream(path, f, strict=strict, sink=sink, sink_types=sink_types)
-        return scan, live or _probe_live(f.fileno(), path)
+        return scan, live or probe()
 
 
 def _note_tail(path: str, scan: LineScan, err: TextIO) -> None:
@@ -197,7 +308,7 @@ def _note_tail(path: str, scan: LineScan, err: TextIO) -> None:
 
 
 def _live_words(path: str, scan: LineScan, live: Live) -> str:
-    return f"{path}: session {scan.header.id!r} is live (locked by {live.holder()})"
+    return f"{path}: session {scan.header.id!r} is live ({live.locked()})"
 
 
 def _refuse_live(path: str, scan: LineScan, live: Live | None) -> None:
@@ -215,7 +326,7 @@ def _fold_slice(path: str) -> ConsumedWork:
     """The fold of a slice file (a header, then events of a longer log): every complete line
     decoded (I0 applies), no other rule checked; a torn tail is ignored. Streamed."""
     fold = ConsumedFold()
-    with _open_log(path) as (f, _):
+    with _open_log(path) as (f, _probe):
         try:
             lines = iter(f)
             first = next(lines, b"")
@@ -255,9 +366,9 @@ def plural(n: int, word: str) -> str:
 
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     worst = OK
-    for path in args.files:
+    for path, read in _inputs(args, args.files):
         try:
-            scan, live = _scan_live(path, strict=True)
+            scan, live = _scan_live(path, strict=True, read=read)
         except CliError as exc:
             print(exc, file=err)
             worst = max(worst, exc.code)
@@ -265,7 +376,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _note_tail(path, scan, err)
         if live is not None:
             print(
-                f"{path}: note: session {scan.header.id!r} is live (locked by {live.holder()}); "
+                f"{path}: note: session {scan.header.id!r} is live ({live.locked()}); "
                 "checked what it has written so far",
                 file=err,
             )
@@ -302,18 +413,57 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # --write too reads and checks the file first, so that both modes give the same verdict
     # and the same line on bad input, and a live session is refused before the store is
     # involved (spec/cli.md §Live sessions).
-    scan, live = _scan_live(args.file, strict=False)
-    _refuse_live(args.file, scan, live)
+    path, read = _one_input(args)
+    scan, live = _scan_live(path, strict=False, read=read)
+    _refuse_live(path, scan, live)
     if args.write:
+        if args.store is not None and is_dsn(args.store):
+            return _repair_stored(args.store, args.session, path, out, err, no_reap=args.no_reap)
         from .store.repair_cli import run_repair_file  # the trio layer, only when writing
 
         if args.no_reap:
-            return run_repair_file(args.file, out, err, reap_orphans=None)
-        return run_repair_file(args.file, out, err)
-    _note_tail(args.file, scan, err)
+            return run_repair_file(path, out, err, reap_orphans=None)
+        return run_repair_file(path, out, err)
+    _note_tail(path, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
     for event in closers_for(scan.checker, scan.last_time, stopped, args.boot_id):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
+    return OK
+
+
+def _repair_stored(
+    dsn: str, session_id: str, where: str, out: TextIO, err: TextIO, *, no_reap: bool
+) -> int:
+    """``repair --write --store DSN``: the store's own cold open (lease taken, repair fenced by
+    the new token, lease given back); its errors as one line each."""
+    from .store import (
+        SessionCorrupt,
+        SessionFenced,
+        SessionLocked,
+        SessionNotFound,
+        StoreError,
+        UnsupportedFormat,
+        WriteFailed,
+    )
+    from .store.db_cli import repair_session
+
+    try:
+        if no_reap:
+            repair_session(dsn, session_id, where, out, err, reap_orphans=None)
+        else:
+            repair_session(dsn, session_id, where, out, err)
+    except SessionNotFound:
+        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
+    except (SessionLocked, SessionFenced) as exc:
+        raise CliError(f"{where}: refused: {exc}", REFUSED) from None
+    except WriteFailed as exc:
+        raise CliError(f"{where}: {exc} (nothing was written; run repair again)", REFUSED) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except UnsupportedFormat as exc:
+        raise CliError(str(exc), UNREADABLE) from None
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot use the store: {exc}", UNREADABLE) from None
     return OK
 
 
@@ -349,11 +499,12 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     Two passes over the file: the scan (counts, closers, the tail), then the rendering, which
     decodes the accepted lines again one at a time."""
-    path = args.file
+    path, read = _one_input(args)
     color = args.color
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
-    with _open_log(path) as (f, live):
+    with read() as (f, probe):
+        live = probe()
         try:
             scan = _stream(path, f, strict=False)
         except CliError as exc:
@@ -375,7 +526,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
             out.flush()
             raise
-        live = live or _probe_live(f.fileno(), path)
+        live = live or probe()
         if live is None:
             closers = closers_for(scan.checker, scan.last_time)
         else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
@@ -402,23 +553,70 @@ def _when(ms: int) -> str:
         return f"{ms} ms"
 
 
-def _session_row(session_id: str, path: Path) -> list[str]:
-    """One line of ``sessions``: id, turns, events, last activity, state."""
+def _session_row(
+    session_id: str, where: str, read: Reader, *, store: str | None = None
+) -> list[str]:
+    """One line of ``sessions``: id, turns, events, last activity, state. ``store`` is the
+    ``--store`` to name in the hints (``None``: the ``--root`` directory's file)."""
     try:
-        scan, live = _scan_live(str(path), strict=False)
+        scan, live = _scan_live(where, strict=False, read=read)
     except CliError as exc:
         what = "corrupt" if exc.code == BROKEN else "unreadable"
-        return [session_id, "-", "-", "-", f"{what} (trio-agent check {path})"]
+        check = where if store is None else f"--store {store} --session {session_id}"
+        return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
     last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
     if live is not None:
-        state = f"live ({live.holder()})" + (f", turn {turn} running" if turn else "")
+        holder = live.holder() if live.lease is None else live.lease
+        state = f"live ({holder})" + (f", turn {turn} running" if turn else "")
     elif turn is not None:
-        state = f"crashed: turn {turn} open (run --session {session_id} repairs it)"
+        run = "" if store is None else f"--store {store} "
+        state = f"crashed: turn {turn} open (run {run}--session {session_id} repairs it)"
     else:
         state = "cold"
     turns = str(scan.checker.last_turn)
     return [session_id, turns, str(scan.count), _when(last), state]
+
+
+def _store_option(args: argparse.Namespace) -> str | None:
+    """The ``--store`` value naming a database, or ``None`` (then ``args.root`` is the
+    JSONL store directory, from ``--root`` or a ``--store`` that is not a DSN)."""
+    if args.store is None:
+        return None
+    if args.root is not None:
+        raise _usage(args.command, "give either --root DIR or --store STORE, not both")
+    if is_dsn(args.store):
+        return str(args.store)
+    args.root = args.store
+    return None
+
+
+@contextlib.contextmanager
+def _failing_input(error: CliError) -> Iterator[tuple[BinaryIO, Probe]]:
+    raise error
+    yield  # pragma: no cover - unreachable; makes this a generator
+
+
+def _stored_rows(dsn: str) -> list[list[str]]:
+    """The ``sessions`` rows of a database store (each session read once, in one go)."""
+    from .store import StoreError
+    from .store.db_cli import list_sessions
+
+    try:
+        found = list_sessions(dsn)
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+    rows = []
+    shown = redact(dsn)
+    for sid, stored in found:
+        where = store_where(sid)
+        read: Reader
+        if isinstance(stored, StoreError):
+            read = functools.partial(_failing_input, CliError(f"{where}: {stored}", BROKEN))
+        else:
+            read = functools.partial(_stored_input, stored)
+        rows.append(_session_row(sid, where, read, store=shown))
+    return rows
 
 
 def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -426,7 +624,15 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from .store import JsonlStore
 
-    root = Path(args.root)
+    dsn = _store_option(args)
+    if dsn is not None:
+        found = _stored_rows(dsn)
+        if not found:
+            print(f"{redact(dsn)}: note: no sessions here", file=err)
+            return OK
+        _print_table(found, out)
+        return OK
+    root = Path(args.root if args.root is not None else "sessions")
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "no such directory"
         raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
@@ -435,13 +641,21 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not ids:
         print(f"{root}: note: no sessions here", file=err)
         return OK
+    found = []
+    for sid in ids:
+        path = str(store.path_of(sid))
+        found.append(_session_row(sid, path, functools.partial(_open_log, path)))
+    _print_table(found, out)
+    return OK
+
+
+def _print_table(found: list[list[str]], out: TextIO) -> None:
     rows = [["ID", "TURNS", "EVENTS", "LAST ACTIVITY", "STATE"]]
-    rows += [_session_row(sid, store.path_of(sid)) for sid in ids]
+    rows += found
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         out.write("  ".join([*cells, row[4]]) + "\n")
-    return OK
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -497,32 +711,39 @@ _FILE_CODES = """\
   2    unreadable input: no such file, not a regular file, a bad header or a line that
        is not JSON"""
 
+_STORE_CODE = """
+       (with --store: a bad DSN, an unreachable database, no such session)"""
+
 _CODES: dict[str, str] = {
     "check": """\
   0    every FILE is a valid log (with --balanced, no turn is open)
   1    a log breaks a rule, or --balanced found an open turn
   2    unreadable input: no such file, not a regular file, a bad header or a line that
-       is not JSON (the worst code over all FILEs is returned)""",
+       is not JSON (the worst code over all FILEs is returned)"""
+    + _STORE_CODE,
     "repair": _FILE_CODES
+    + _STORE_CODE
     + """
-  3    refused: the session is live (its writer holds the lock; a live session is never
-       repaired), or --write could not write the repair""",
+  3    refused: the session is live (its writer holds the lock, or its lease is current;
+       a live session is never repaired), or --write could not write the repair""",
     "fold": _FILE_CODES,
     "truncate": _FILE_CODES
     + """
   3    refused: the session is live (a live session is never truncated)""",
-    "show": _FILE_CODES,
+    "show": _FILE_CODES + _STORE_CODE,
     "demo": """\
   0    every scenario ran and its checks passed
   1    a scenario's check failed (the line says which)""",
     "run": """\
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
-  2    unusable --root or --session, or the log is not a session log
-  3    refused: the session is live in another process""",
+  2    unusable --root, --store or --session (a bad DSN, an unreachable database), or the
+       log is not a session log
+  3    refused: the session is live in another process (or its lease was taken over by
+       another owner while this run was writing it)""",
     "sessions": """\
   0    listed (a session that cannot be read is listed as such)
-  2    --root is missing or not a directory""",
+  2    --root is missing or not a directory, or the --store database cannot be read""",
     "serve": """\
   0    stopped by Ctrl-C or SIGTERM
   2    cannot listen on HOST:PORT (for example the port is in use)""",
@@ -601,9 +822,21 @@ def build_parser() -> argparse.ArgumentParser:
         )
         return p
 
+    def add_store_input(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--store",
+            metavar="STORE",
+            help="instead of FILE: read session --session from this store, a postgresql:// "
+            "DSN (or libpq key=value string) or a store directory",
+        )
+        p.add_argument(
+            "--session", type=_session_id, metavar="ID", help="with --store: the session's id"
+        )
+
     p = add("check", "check log files against the rules of spec/invariants.md")
-    p.add_argument("files", nargs="+", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument("--balanced", action="store_true", help="an open last turn is an error")
+    add_store_input(p)
     p.set_defaults(run=cmd_check)
 
     p = add(
@@ -616,7 +849,8 @@ def build_parser() -> argparse.ArgumentParser:
         "call (spec/tools.md §9), so a forged log cannot get other processes killed.\n"
         "--no-reap writes the closers without signalling anything.",
     )
-    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="a session log (session.jsonl)")
+    add_store_input(p)
     p.add_argument(
         "--write",
         action="store_true",
@@ -653,7 +887,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_truncate)
 
     p = add("show", "print a readable timeline")
-    p.add_argument("file", metavar="FILE", help="a session log (session.jsonl)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="a session log (session.jsonl)")
+    add_store_input(p)
     p.add_argument(
         "--color",
         action=argparse.BooleanOptionalAction,
@@ -673,8 +908,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", action="store_true", help="wait for Enter between steps")
     p.set_defaults(run=cmd_demo)
 
+    store_help = (
+        "the store: a postgresql:// DSN (or libpq key=value string) for a database, or a "
+        "store directory (the same as --root)"
+    )
     p = add("run", "an interactive agent: each line runs in bash; Ctrl-C cancels")
-    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.add_argument("--root", help="store directory (default: ./sessions)")
+    p.add_argument("--store", metavar="STORE", help=store_help)
     p.add_argument(
         "--session",
         default="default",
@@ -699,9 +939,11 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions",
         "list the sessions under a store directory",
         "List the sessions under --root: id, turns, events, last activity, and whether each\n"
-        "is live (another process holds it), cold, or crashed with a turn open.",
+        "is live (another process holds it), cold, or crashed with a turn open. --store\n"
+        "lists a database store (or a store directory) instead.",
     )
-    p.add_argument("--root", default="sessions", help="store directory (default: ./sessions)")
+    p.add_argument("--root", help="store directory (default: ./sessions)")
+    p.add_argument("--store", metavar="STORE", help=store_help)
     p.set_defaults(run=cmd_sessions)
 
     conform.add_parser(sub)

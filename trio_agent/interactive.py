@@ -14,21 +14,31 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import math
 import os
 import signal
 import stat
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
-from .cli import BROKEN, REFUSED, UNREADABLE, CliError, file_kind, plural
+from .cli import BROKEN, REFUSED, UNREADABLE, CliError, file_kind, plural, store_where
+from .dsn import is_dsn, redact
 from .log.events import Event
 from .log.render import describe
 from .models.base import ModelRequest, StepContext
-from .runtime import CancelCause, Hooks, TurnContext, TurnEnded, TurnPrevented, open_agent
+from .runtime import (
+    AgentError,
+    CancelCause,
+    Hooks,
+    TurnContext,
+    TurnEnded,
+    TurnPrevented,
+    open_agent,
+)
 from .store import (
     CreateFailed,
     JsonlStore,
@@ -36,6 +46,7 @@ from .store import (
     Session,
     SessionCorrupt,
     SessionExists,
+    SessionFenced,
     SessionLocked,
     SessionNotFound,
     StoreError,
@@ -44,6 +55,9 @@ from .store import (
     repair_file,
 )
 from .tools.subprocess_tool import BashTool
+
+if TYPE_CHECKING:
+    from .store import PostgresStore
 
 INTERRUPTED = 130
 
@@ -176,6 +190,45 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
     return session
 
 
+async def _open_or_create_stored(
+    store: PostgresStore, session_id: str, err: TextIO
+) -> Session:
+    """As :func:`_open_or_create`, for a session in a database (``--store DSN``): resumed
+    (the lease taken over, the cold open's repair fenced by the new token) or created."""
+    where = store_where(session_id)
+    shown = redact(store.dsn)
+    try:
+        try:
+            before = await store.read_log(session_id)
+        except SessionNotFound:
+            session = await store.create(session_id)
+            print(f"trio-agent run: session {session_id!r} (new), in {shown}", file=err)
+            return session
+        from .store.recovery import scan_log
+
+        kept = len(scan_log(before.data, where, session_id).events)
+        session = await store.open(session_id)
+    except (SessionLocked, SessionExists) as exc:
+        raise CliError(f"{where}: {exc}", REFUSED) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except UnsupportedFormat as exc:
+        raise CliError(str(exc), UNREADABLE) from None
+    except WriteFailed as exc:
+        raise CliError(f"{where}: {exc}", REFUSED) from None
+    except StoreError as exc:
+        raise CliError(f"{shown}: cannot use the store: {exc}", UNREADABLE) from None
+    turns = plural(session.checker.last_turn, "turn")
+    print(
+        f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
+        f", {turns}), in {shown}",
+        file=err,
+    )
+    for event in session.events[kept:]:
+        print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
+    return session
+
+
 async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
     stream = trio.lowlevel.FdStream(os.dup(0))
     buffer = b""
@@ -228,6 +281,9 @@ class _DurablePrinter:
             except WriteFailed as exc:  # the events stay queued; the next append retries
                 print(f"(not durable yet: {exc})", file=self._err)
                 continue
+            except SessionFenced:  # another owner has the session: nothing more is durable
+                self._pending.clear()
+                return
             self.print_pending()
 
 
@@ -257,13 +313,42 @@ def _hooks(args: argparse.Namespace) -> Hooks | None:
     return _SystemPrompt() if getattr(args, "model", None) is not None else None
 
 
-async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    root = Path(args.root)
+def _make_store(args: argparse.Namespace) -> JsonlStore | PostgresStore:
+    """``--store DSN``: the database store; else the JSONL store at ``--root`` (or at a
+    ``--store`` that is a directory), made usable first."""
+    if args.store is not None and args.root is not None:
+        raise CliError(
+            "trio-agent run: give either --root DIR or --store STORE, not both "
+            "(see `trio-agent run --help`)",
+            UNREADABLE,
+        )
+    if args.store is not None and is_dsn(args.store):
+        from .store import PostgresStore
+
+        return PostgresStore(args.store)
+    root = Path(args.store or args.root or "sessions")
     prepare_root(root)
-    exit_code = 0
+    return JsonlStore(root)
+
+
+async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresStore) -> None:
+    """Enter the store; a database that cannot be reached (or a bad DSN) is one line."""
+    try:
+        await stack.enter_async_context(store)
+    except StoreError as exc:
+        where = redact(store.dsn) if not isinstance(store, JsonlStore) else str(store.root)
+        raise CliError(f"{where}: cannot use the store: {exc}", UNREADABLE) from None
+
+
+async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    store = _make_store(args)
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:
-        async with JsonlStore(root) as store:
-            session = await _open_or_create(store, args.session, err)
+        async with contextlib.AsyncExitStack() as stack:
+            await _enter(stack, store)
+            if isinstance(store, JsonlStore):
+                session = await _open_or_create(store, args.session, err)
+            else:
+                session = await _open_or_create_stored(store, args.session, err)
             print(
                 "Type a shell command and press Enter to run it in bash. Ctrl-C cancels the "
                 "running command; Ctrl-C when idle, or Ctrl-D, quits.",
@@ -273,55 +358,83 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
 
             printer = _DurablePrinter(session, out, err)
             unsubscribe = session.subscribe(printer.appended)
+            lost: SessionFenced | None = None
             try:
-                async with (
-                    open_agent(
-                        session, model=_model(args), tools=[BashTool()], hooks=_hooks(args)
-                    ) as agent,
-                    trio.open_nursery() as nursery,
-                ):
-
-                    def report(ev: object) -> None:
-                        if isinstance(ev, TurnEnded) and ev.outcome.cause is not None:
-                            cause = _cause(ev.outcome.cause)
-                            print(f"(turn {ev.outcome.turn}: cancelled by {cause})", file=err)
-                        elif isinstance(ev, TurnEnded) and ev.outcome.error is not None:
-                            error = ev.outcome.error
-                            print(
-                                f"(turn {ev.outcome.turn} failed: {error['code']}: "
-                                f"{error['message']})",
-                                file=err,
-                            )
-                        elif isinstance(ev, TurnPrevented):
-                            print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
-
-                    agent.subscribe(report)
-                    nursery.start_soon(printer.run)
-                    lines_send, lines = trio.open_memory_channel[str](0)
-                    nursery.start_soon(_read_lines, lines_send)
-
-                    async def watch_interrupts() -> None:
-                        nonlocal exit_code
-                        async for _ in interrupts:
-                            controller = agent.controller
-                            if controller is None or controller.cancel_called:
-                                # Idle, or a cancel is already on its way: leave, gracefully.
-                                exit_code = INTERRUPTED
-                                nursery.cancel_scope.cancel()
-                                return
-                            agent.cancel(CancelCause.user())
-                            print("(cancel requested; Ctrl-C again to quit)", file=err)
-
-                    nursery.start_soon(watch_interrupts)
-                    async for line in lines:
-                        if line.strip():
-                            agent.followup(line)
-                    await agent.wait_idle()
-                    nursery.cancel_scope.cancel()
+                exit_code = await _run_agent(args, session, printer, interrupts, err)
+            except SessionFenced as exc:  # raised by the final flush of leaving the agent
+                lost = exc
             finally:
                 unsubscribe()
-                await session.aclose()
+                try:
+                    await session.aclose()
+                except SessionFenced as exc:
+                    lost = lost or exc
+            if lost is not None:  # what was not durable then never will be: not printed
+                raise CliError(f"{store_where(args.session)}: {lost}; this run stopped", REFUSED)
             printer.print_pending()  # every event is durable once the session is closed
+    return exit_code
+
+
+def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
+    """The runtime-event listener of ``run``: one line per cancel, failure and agent error;
+    losing the session to another owner (``SessionFenced``) ends the run (``stop``)."""
+
+    def report(ev: object) -> None:
+        if isinstance(ev, TurnEnded) and ev.outcome.cause is not None:
+            print(f"(turn {ev.outcome.turn}: cancelled by {_cause(ev.outcome.cause)})", file=err)
+        elif isinstance(ev, TurnEnded) and ev.outcome.error is not None:
+            error = ev.outcome.error
+            print(
+                f"(turn {ev.outcome.turn} failed: {error['code']}: {error['message']})", file=err
+            )
+        elif isinstance(ev, TurnPrevented):
+            print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
+        elif isinstance(ev, AgentError):
+            print(f"({ev.message})", file=err)
+            if isinstance(ev.exception, SessionFenced):
+                stop.cancel()  # this run is over: the session is someone else's
+
+    return report
+
+
+async def _run_agent(
+    args: argparse.Namespace,
+    session: Session,
+    printer: _DurablePrinter,
+    interrupts: AsyncIterator[int],
+    err: TextIO,
+) -> int:
+    """The agent on ``session`` until stdin ends (0) or Ctrl-C while idle (130)."""
+    exit_code = 0
+    async with (
+        open_agent(session, model=_model(args), tools=[BashTool()], hooks=_hooks(args)) as agent,
+        trio.open_nursery() as nursery,
+    ):
+        agent.subscribe(_reporter(err, nursery.cancel_scope))
+        nursery.start_soon(printer.run)
+        lines_send, lines = trio.open_memory_channel[str](0)
+        nursery.start_soon(_read_lines, lines_send)
+
+        async def watch_interrupts() -> None:
+            nonlocal exit_code
+            async for _ in interrupts:
+                controller = agent.controller
+                if controller is None or controller.cancel_called:
+                    # Idle, or a cancel is already on its way: leave, gracefully.
+                    exit_code = INTERRUPTED
+                    nursery.cancel_scope.cancel()
+                    return
+                agent.cancel(CancelCause.user())
+                print("(cancel requested; Ctrl-C again to quit)", file=err)
+
+        nursery.start_soon(watch_interrupts)
+        async for line in lines:
+            if agent.lost is not None:
+                break
+            if line.strip():
+                agent.followup(line)
+        await agent.wait_idle()
+        nursery.cancel_scope.cancel()
     return exit_code
 
 

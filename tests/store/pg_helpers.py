@@ -40,6 +40,15 @@ def rows(dsn: str, sid: str) -> list[bytes]:
     return [bytes(line) for _, line in got]
 
 
+def force_expiry(dsn: str, sid: str) -> None:
+    """Make the session's lease lapse now, behind its writer's back (as if it had paused)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE trio_agent_session SET expires = clock_timestamp() WHERE session_id = %s",
+            (sid,),
+        )
+
+
 async def wait_lease_lapsed(dsn: str, sid: str) -> None:
     """Wait, on the database clock, until the session's lease has expired (no time limit)."""
     while True:

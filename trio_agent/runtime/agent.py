@@ -13,6 +13,9 @@ session for the duration of an ``async with`` block (spec/cancel.md K1-K8, K21-K
   then on ``cancel`` can no longer reach the finished turn.
 * ``cancel(cause, keep_inbox=False)`` clears the inbox (durably, unless ``keep_inbox``), then
   cancels the live controller with ``cause`` (first cause wins). An idle cancel arms nothing.
+* A session whose writer lost its lease to another owner (``SessionFenced``, database store)
+  stops the run: the live turn is cancelled (cause ``disposed``), one ``AgentError`` names the
+  new owner, no later run starts and the inbox calls raise that ``SessionFenced``.
 * Leaving the block is a graceful shutdown: cancel with cause ``disposed`` keeping queued work,
   wait for the driver, flush. The session stays open: the caller owns it (K24).
 """
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import trio
 
 from ..models.base import Model
+from ..store.errors import SessionFenced
 from ..tools.base import Tool
 from .causes import CancelCause, require_cause
 from .controller import TurnController
@@ -140,6 +144,8 @@ class Agent:
         self._streams: weakref.WeakSet[EventStream] = weakref.WeakSet()
         #: The outcome of the last turn this agent ran.
         self.last_outcome: TurnOutcome | None = None
+        #: Set once the session's lease was taken over by another owner: nothing more runs.
+        self.lost: SessionFenced | None = None
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -226,6 +232,8 @@ class Agent:
         _check_text(text)
         if self._closed:
             raise RuntimeError("the agent is closed")
+        if self.lost is not None:
+            raise self.lost  # the session is someone else's: nothing could be made durable
         activity = self._activity
         return self._status == "running" and activity is not None and activity.cancel_called
 
@@ -238,7 +246,7 @@ class Agent:
         return message["id"]
 
     def _wake_driver(self, after_abort: bool) -> None:
-        if self._closing:
+        if self._closing or self.lost is not None:
             return  # shutting down: queued work stays parked for the next session (K22)
         if self._status == "idle":
             self._start_run()
@@ -301,6 +309,23 @@ class Agent:
         while self._status != "idle":
             await self._idle_lot.park()
 
+    # -- losing the session ---------------------------------------------------------------------
+
+    async def _watch_lease(self) -> None:
+        """Wait until the session's writer is fenced (never, for a file or in-memory session)."""
+        self._lose(await self._session.wait_lost())
+
+    def _lose(self, error: SessionFenced) -> None:
+        """Another owner took the session over: stop the run, once (spec/cancel.md K13)."""
+        if self.lost is not None:
+            return
+        self.lost = error
+        self._latch = False
+        self._emit(AgentError(f"the run stops: {error}", error))
+        controller = self._controller
+        if controller is not None:
+            controller.cancel(CancelCause.disposed())
+
     # -- the driver -----------------------------------------------------------------------------
 
     def _start_run(self) -> None:
@@ -327,6 +352,8 @@ class Agent:
         while controller is not None:
             if controller.cancel_called:
                 self._prevented(controller)
+                break
+            if self.lost is not None:
                 break
             await self._runner.run(controller, self._handoff, self._ended)
             durable = await self._checkpoint()
@@ -366,6 +393,9 @@ class Agent:
         try:
             with trio.move_on_after(CLEANUP_BOUND, shield=True) as scope:
                 await self._session.flush()
+        except SessionFenced as exc:
+            self._lose(exc)
+            return False
         except Exception as exc:
             self._emit(AgentError(f"flush after turn/end failed: {exc}", exc))
             return False
@@ -446,6 +476,7 @@ async def open_agent(
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(agent._drive)
+                nursery.start_soon(agent._watch_lease)
                 try:
                     yield agent
                 except BaseException as exc:

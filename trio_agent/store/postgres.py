@@ -32,6 +32,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
+import attrs
 import psycopg
 import trio
 
@@ -62,7 +63,7 @@ from .recovery import (
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
 
-__all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore"]
+__all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore", "StoredLog"]
 
 _log = logging.getLogger("trio_agent.store")
 
@@ -106,6 +107,20 @@ def default_owner() -> str:
 
 def _fmt_time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="milliseconds")
+
+
+@attrs.frozen
+class StoredLog:
+    """A stored session read back as a JSONL log, with its lease (for the file commands)."""
+
+    #: The header line and every event line, each ending in a newline: the bytes a JSONL
+    #: file of this session would hold.
+    data: bytes
+    #: True while the lease is current (a writer holds the session, here or elsewhere).
+    live: bool
+    #: The lease's owner and expiry (ISO 8601, database clock), when ``live``.
+    owner: str | None = None
+    expires: str | None = None
 
 
 class _Fenced(OSError):
@@ -213,16 +228,38 @@ class PgWriter(Writer):
         self._next_seq = next_seq
         self._uncertain = False  # the last attempt failed: it may have committed
         self.fenced: SessionFenced | None = None
+        self._lost = trio.Event()  # set (in the trio thread) once ``fenced`` is
 
     @property
     def token(self) -> int:
         return self._token
 
-    def fence(self, error: SessionFenced) -> None:
-        """Mark this writer as fenced: no further attempt touches the database."""
+    @property
+    def lost(self) -> SessionFenced | None:
+        """The :class:`SessionFenced` that ended this writer's writing, if it was fenced."""
+        return self.fenced
+
+    async def wait_lost(self) -> SessionFenced:
+        """Return the :class:`SessionFenced` once this writer is fenced (batch or renewal)."""
+        await self._lost.wait()
+        assert self.fenced is not None
+        return self.fenced
+
+    def _mark_fenced(self, error: SessionFenced) -> None:
+        """Record the fencing (any thread): no further attempt touches the database."""
         if self.fenced is None:
             self.fenced = error
             _log.error("%s", error)
+
+    def fence(self, error: SessionFenced) -> None:
+        """Mark this writer as fenced and wake :meth:`wait_lost` (trio thread only)."""
+        self._mark_fenced(error)
+        self._lost.set()
+
+    async def _write_batch(self) -> None:
+        await super()._write_batch()
+        if self.fenced is not None:  # fenced by this batch's transaction, in the worker thread
+            self._lost.set()
 
     def submit(self, line: bytes) -> None:
         if self.fenced is not None:
@@ -231,6 +268,7 @@ class PgWriter(Writer):
 
     async def flush(self) -> None:
         if self.fenced is not None:
+            self._lost.set()
             await trio.lowlevel.checkpoint()
             raise self.fenced
         try:
@@ -242,6 +280,7 @@ class PgWriter(Writer):
 
     async def wait_writable(self) -> None:
         if self.fenced is not None:
+            self._lost.set()
             await trio.lowlevel.checkpoint()
             raise self.fenced
         try:
@@ -250,6 +289,9 @@ class PgWriter(Writer):
             if isinstance(exc.__cause__, _Fenced):
                 raise exc.__cause__.error from None
             raise
+
+    def _retryable(self, exc: OSError) -> bool:
+        return not isinstance(exc, _Fenced)  # fenced: logged once, as an error, by fence()
 
     def _write_blocking(self, data: bytes) -> None:
         """One batch attempt, in a worker thread: one fenced transaction."""
@@ -271,7 +313,7 @@ class PgWriter(Writer):
                         (self._id, seqs, lines[start:]),
                     )
         except _Fenced as exc:
-            self.fence(exc.error)
+            self._mark_fenced(exc.error)  # a worker thread: _write_batch wakes wait_lost
             raise
         except OSError:
             self._uncertain = True
@@ -722,6 +764,31 @@ class PostgresStore:
             return ids
 
         return sorted(await self._run(fn))
+
+    async def read_log(self, session_id: str) -> StoredLog:
+        """The session's rows as the bytes of its JSONL log, and whether it is live, in one
+        transaction (read-only: nothing is repaired). :class:`SessionNotFound` if not stored;
+        a gap in the seqs is :class:`SessionCorrupt`."""
+        where = self._where(session_id)
+
+        def fn(cur: psycopg.Cursor[Any]) -> StoredLog | None:
+            cur.execute(
+                "SELECT owner, expires, expires IS NOT NULL AND expires > clock_timestamp() "
+                "FROM trio_agent_session WHERE session_id = %s",
+                (session_id,),
+            )
+            row = cur.fetchone()
+            data = None if row is None else _read_log(cur, session_id, where)
+            if row is None or data is None:
+                return None
+            if not row[2]:
+                return StoredLog(data, False)
+            return StoredLog(data, True, row[0], _fmt_time(row[1]))
+
+        stored = await self._run(fn)
+        if stored is None:
+            raise SessionNotFound(session_id)
+        return stored
 
     async def lease_of(self, session_id: str) -> tuple[str | None, int, bool] | None:
         """``(owner, token, current)`` of a session's lease, or ``None`` if it is not stored."""

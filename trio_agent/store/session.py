@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol, overload
+from typing import Any, Final, Protocol, overload, runtime_checkable
 
 import orjson
 import trio
@@ -28,7 +28,7 @@ from ..log.events import Event
 from ..log.inbox import InboxProjection
 from ..log.lines import EventLines, as_event_lines
 from ..log.schema import DATA_VALIDATORS, SchemaError
-from .errors import ReentrantAppend, SessionClosed
+from .errors import ReentrantAppend, SessionClosed, SessionFenced
 
 __all__ = ["Clock", "Observer", "Session", "Sink", "wall_clock_ms"]
 
@@ -61,6 +61,16 @@ class Sink(Protocol):
     async def wait_writable(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Leased(Protocol):
+    """A sink that can lose its session for good (the database store's fenced writer)."""
+
+    @property
+    def lost(self) -> SessionFenced | None: ...
+
+    async def wait_lost(self) -> SessionFenced: ...
 
 
 class _EventsView(Sequence[Event]):
@@ -297,6 +307,21 @@ class Session:
             await trio.lowlevel.checkpoint()
             return
         await self._sink.wait_writable()
+
+    @property
+    def lost(self) -> SessionFenced | None:
+        """Why this session can no longer be written, if it cannot: another owner took its
+        lease over (spec/persistence.md §10.3). Always ``None`` for a file or in-memory one."""
+        sink = self._sink
+        return sink.lost if isinstance(sink, Leased) else None
+
+    async def wait_lost(self) -> SessionFenced:
+        """Return the :class:`~trio_agent.store.SessionFenced` once this session's writer has
+        lost its lease to another owner; never returns for a session that cannot lose it."""
+        sink = self._sink
+        if not isinstance(sink, Leased):
+            await trio.sleep_forever()
+        return await sink.wait_lost()
 
     async def aclose(self) -> None:
         """Flush, then release the session (its lock, for a durable one). Idempotent.

@@ -255,7 +255,7 @@ class Writer:
             self._paused = True
             self._failure = (number, exc)
             self._failed_in_row += 1
-            if self._failed_in_row == 1:
+            if self._failed_in_row == 1 and self._retryable(exc):
                 _log.warning(
                     "session %r: write failed (%s); %d event(s) stay queued and will be retried",
                     self._id,
@@ -275,6 +275,11 @@ class Writer:
             self._writing = False
             self._progress.set()
             self._progress = trio.Event()
+
+    def _retryable(self, exc: OSError) -> bool:
+        """Whether a failed attempt is worth the "will be retried" warning (a subclass may
+        know that nothing will ever be written again)."""
+        return True
 
     def _write_blocking(self, data: bytes) -> None:
         """One attempt, in a worker thread: cut back if needed, write everything, fsync."""

@@ -90,6 +90,12 @@ class Cluster:
     def base_dsn(self, db: str = "postgres") -> str:
         return f"host={self.socket_dir} user=postgres dbname={db}"
 
+    def socket_dsn(self, db: str) -> str:
+        """The same database as a ``postgresql://`` URI (the socket directory as ``host``)."""
+        from urllib.parse import quote
+
+        return f"postgresql:///{db}?host={quote(str(self.socket_dir), safe='')}&user=postgres"
+
     def new_database(self) -> str:
         """A fresh, empty database; its DSN."""
         import psycopg
