@@ -27,6 +27,7 @@ def is_dsn(value: str) -> bool:
 
 def redact(dsn: str) -> str:
     """The DSN as it may be printed: any password replaced by ``***``."""
-    dsn = _URI_PASSWORD.sub(r"\1:***@", dsn)
-    dsn = _QUERY_PASSWORD.sub(r"\1***", dsn)
+    if dsn.lower().startswith(("postgresql://", "postgres://")):
+        dsn = _URI_PASSWORD.sub(r"\1:***@", dsn)
+        return _QUERY_PASSWORD.sub(r"\1***", dsn)
     return _KV_PASSWORD.sub(r"\1***", dsn)
