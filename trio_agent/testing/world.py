@@ -390,6 +390,7 @@ class World:
         self._checkpoint_failed = False
         self.snapshot: bytes | None = None
         self._poll_limiter = trio.CapacityLimiter(1)
+        self._t0 = 0.0
 
     # -- journal -------------------------------------------------------------------------------
 
@@ -405,11 +406,14 @@ class World:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _clock(self) -> int:
-        return int(trio.current_time() * 1000)
+        """Event ``time``: virtual milliseconds since this world started (every world starts
+        at 0, whichever adapter hosts it and however long earlier worlds ran)."""
+        return round((trio.current_time() - self._t0) * 1000)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Open the session (create or cold open), run the agent until :attr:`stop`, close."""
         started = False
+        self._t0 = trio.current_time()
         try:
             with self.scope:
                 store = JsonlStore(
