@@ -28,8 +28,8 @@ __all__ = [
     "MENU",
     "MENU_NAMES",
     "entry_calls",
-    "expected_chunks",
     "entry_kind",
+    "expected_chunks",
     "plan_entry",
 ]
 
@@ -115,5 +115,7 @@ def expected_chunks(entry: Mapping[str, Any], turn: int, step: int) -> list[dict
                 "arguments": dict(call.get("arguments", {})),
             }
         )
-    chunks.append({"type": "finish", "reason": entry.get("finish", "tool-calls" if calls else "stop")})
+    chunks.append(
+        {"type": "finish", "reason": entry.get("finish", "tool-calls" if calls else "stop")}
+    )
     return chunks
