@@ -32,6 +32,8 @@ class Bug:
     name: str
     description: str
     plant: Callable[[pytest.MonkeyPatch], None]
+    #: A regex the machine's failure message must match: it found *this* bug, not another.
+    expect: str
 
 
 # -- 1: turn/end written inside the cancelled scope, after an unshielded await -----------------
@@ -283,50 +285,60 @@ BUGS = [
         "turn-end-in-cancelled-scope",
         "turn/end is written inside the cancelled scope after an unshielded await",
         _plant_turn_end_in_scope,
+        r"still running|turn/end",
     ),
     Bug(
         "controller-outlives-turn",
         "the agent keeps the last controller past turn/end; a late cancel reaches the next run",
         _plant_stale_controller,
+        r"live controller",
     ),
     Bug(
         "repair-turn-before-step",
         "crash repair appends turn/end before step/end",
         _plant_turn_before_step,
+        r"I5: turn/end \d+ while step",
     ),
     Bug(
         "writer-drops-failed-batch",
         "the writer forgets a batch whose write failed",
         _plant_dropping_writer,
+        r"durable bytes|acknowledged",
     ),
     Bug(
         "cancel-leaks-into-next-turn",
         "a cancel that hit a turn also cancels the next run's controller",
         _plant_cancel_leaks,
+        r"TurnPrevented without a cancelled controller|K2",
     ),
     Bug(
         "finish-chunk-not-logged",
         "the model stream's finish chunk is not appended as assistant/chunk",
         _plant_unlogged_finish,
+        r"the finish included",
     ),
     Bug(
         "plain-calls-skip-approval",
         "calls of parallel tools are approved without logging the approval bracket",
         _plant_plain_calls_unbracketed,
+        r"without an allowed approval bracket",
     ),
     Bug(
         "steer-after-abort-in-next-step",
         "a steer sent while a cancelled turn unwinds is queued next-step, not next-turn",
         _plant_steer_after_abort,
+        r"steer queued its message on next-step, expected next-turn",
     ),
     Bug(
         "second-cancel-hits",
         "cancelling an already cancelled controller returns True",
         _plant_second_cancel_hits,
+        r"hit=True but the model has a cancelled",
     ),
     Bug(
         "latched-wake-forgotten",
         "a wake latched after an abort is dropped when the run goes idle",
         _plant_latch_forgotten,
+        r"latched wake",
     ),
 ]
