@@ -597,13 +597,16 @@ class World:
         """A harness flush, run as a background task (its batch waits for settle)."""
         session = self.session
         assert session is not None
+        # A flush makes durable what was appended before it began; events appended while it
+        # is in flight (a held cancel's turn unwinding) are not covered by it.
+        covered = len(session.events)
         try:
             await session.flush()
         except OSError as exc:
             self.emit({"k": "act", "op": "flush", "phase": "end", "ok": False, "error": str(exc)})
             return
         if not self.dead:
-            self.acked = max(self.acked, len(session.events))
+            self.acked = max(self.acked, covered)
             self.emit({"k": "act", "op": "flush", "phase": "end", "ok": True})
 
     def _require_agent(self) -> Agent:
