@@ -17,6 +17,10 @@ and after every crash (now, or at an armed point, optionally tearing the last li
   closers (placeholders saying ``TOOL_OUTCOME_UNKNOWN`` exactly for durable ``tool/call``\\s),
   giving a balanced log; ``interrupted`` only ever comes from there.
 
+One rule cancels with ``settle: false``: the reply comes before the cancelled run unwinds,
+so the next rule acts on a live, cancelled controller (K3's second cancel, K8's steer after
+an abort and its latched wake); the driver checks that such a reply really did not settle.
+
 Use :func:`machine_for` to bind the machine to an adapter factory. Coverage figures (examples
 run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAMPLES`.
 """
