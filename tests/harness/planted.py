@@ -18,8 +18,9 @@ import trio
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
+from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
-from trio_agent.runtime.causes import CancelCause
+from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
 from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
 from trio_agent.store import recovery as recovery_module
@@ -31,6 +32,8 @@ class Bug:
     name: str
     description: str
     plant: Callable[[pytest.MonkeyPatch], None]
+    #: A regex the machine's failure message must match: it found *this* bug, not another.
+    expect: str
 
 
 # -- 1: turn/end written inside the cancelled scope, after an unshielded await -----------------
@@ -192,6 +195,88 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(agent_module.Agent, "_start_run", start_run)
 
 
+# -- 6: the finish chunk is not logged -----------------------------------------------------------
+
+
+def _plant_unlogged_finish(mp: pytest.MonkeyPatch) -> None:
+    real = turn_module.TurnRunner._append_chunk
+
+    def append_chunk(self: turn_module.TurnRunner, data: Any) -> None:
+        if data["chunk"]["type"] == "finish":
+            return  # BUG: the stream ends at the finish chunk, which is never logged
+        real(self, data)
+
+    mp.setattr(turn_module.TurnRunner, "_append_chunk", append_chunk)
+
+
+# -- 7: no approval bracket for plain calls --------------------------------------------------
+
+
+def _plant_plain_calls_unbracketed(mp: pytest.MonkeyPatch) -> None:
+    real = scheduler_module.ToolStep._approve
+
+    async def approve(self: scheduler_module.ToolStep, slot: Any, approver: Any) -> bool:
+        if slot.tool is not None and slot.tool.parallel:
+            # BUG: the approver decides, but approval/asked and approval/decided are not logged
+            return await approver.approve(self._call(slot), self.ctx) is True
+        return await real(self, slot, approver)
+
+    mp.setattr(scheduler_module.ToolStep, "_approve", approve)
+
+
+# -- 8: a steer after an abort stays in next-step -----------------------------------------------
+
+
+def _steer_into_next_step(self: agent_module.Agent, text: str) -> str:
+    """Agent.steer, except it always queues next-step, also after an abort (K8)."""
+    after_abort = self._check_usable(text)
+    message_id = self._insert("next-step", text, "steer")  # BUG: after an abort: next-turn
+    self._wake_driver(after_abort)
+    return message_id
+
+
+def _plant_steer_after_abort(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "steer", _steer_into_next_step)
+
+
+# -- 9: a second cancel of a cancelled controller reports a hit ----------------------------------
+
+
+def _cancel_hitting_twice(self: TurnController, cause: CancelCause) -> bool:
+    """TurnController.cancel, except a later call on a cancelled controller returns True."""
+    require_cause(cause)
+    if self._closed:
+        return False
+    if self._cause is not None:
+        return True  # BUG: the first cause still wins, but the call claims it cancelled
+    self._cause = cause
+    self._scope.cancel(reason=cause.describe())
+    return True
+
+
+def _plant_second_cancel_hits(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(TurnController, "cancel", _cancel_hitting_twice)
+
+
+# -- 10: a latched wake is forgotten ------------------------------------------------------------
+
+
+def _go_idle_forgetting_the_latch(self: agent_module.Agent) -> None:
+    """Agent._go_idle, except a latched wake is dropped instead of replayed (K8)."""
+    controller = self._controller
+    if controller is not None:
+        controller.close()
+    self._controller = self._activity = None
+    self._status = "idle"
+    self._latch = False  # BUG: a wake sent after the abort never starts its run
+    self._emit(StatusChanged("idle"))
+    self._idle_lot.unpark_all()
+
+
+def _plant_latch_forgotten(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_forgetting_the_latch)
+
+
 #: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
 FOUND: dict[str, list[str]] = {}
 
@@ -200,25 +285,60 @@ BUGS = [
         "turn-end-in-cancelled-scope",
         "turn/end is written inside the cancelled scope after an unshielded await",
         _plant_turn_end_in_scope,
+        r"still running|turn/end",
     ),
     Bug(
         "controller-outlives-turn",
         "the agent keeps the last controller past turn/end; a late cancel reaches the next run",
         _plant_stale_controller,
+        r"live controller",
     ),
     Bug(
         "repair-turn-before-step",
         "crash repair appends turn/end before step/end",
         _plant_turn_before_step,
+        r"I5: turn/end \d+ while step",
     ),
     Bug(
         "writer-drops-failed-batch",
         "the writer forgets a batch whose write failed",
         _plant_dropping_writer,
+        r"durable bytes|acknowledged",
     ),
     Bug(
         "cancel-leaks-into-next-turn",
         "a cancel that hit a turn also cancels the next run's controller",
         _plant_cancel_leaks,
+        r"TurnPrevented without a cancelled controller|K2",
+    ),
+    Bug(
+        "finish-chunk-not-logged",
+        "the model stream's finish chunk is not appended as assistant/chunk",
+        _plant_unlogged_finish,
+        r"the finish included",
+    ),
+    Bug(
+        "plain-calls-skip-approval",
+        "calls of parallel tools are approved without logging the approval bracket",
+        _plant_plain_calls_unbracketed,
+        r"without an allowed approval bracket",
+    ),
+    Bug(
+        "steer-after-abort-in-next-step",
+        "a steer sent while a cancelled turn unwinds is queued next-step, not next-turn",
+        _plant_steer_after_abort,
+        r"steer queued its message on next-step, expected next-turn",
+    ),
+    Bug(
+        "second-cancel-hits",
+        "cancelling an already cancelled controller returns True",
+        _plant_second_cancel_hits,
+        r"hit=True but the model has a cancelled",
+    ),
+    Bug(
+        "latched-wake-forgotten",
+        "a wake latched after an abort is dropped when the run goes idle",
+        _plant_latch_forgotten,
+        r"latched wake",
     ),
 ]

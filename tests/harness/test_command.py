@@ -8,6 +8,7 @@ saying so.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,9 @@ def test_our_runtime_passes_through_the_command() -> None:
     lines = result.stdout.splitlines()
     assert lines[-1] == "PASS"
     assert any(line.startswith("tool/call:after") for line in lines)  # the coverage table
-    assert "6 examples" in result.stdout
+    # Machine instances run: the 6 valid examples, plus any Hypothesis discarded (overrun).
+    ran = re.search(r"^(\d+) examples;", result.stdout, re.M)
+    assert ran is not None and int(ran.group(1)) >= 6, result.stdout
 
 
 #: A port: our server behind a relay that answers every cancel's end with ``hit: true``

@@ -39,7 +39,10 @@ def _request(rng: random.Random, state: dict[str, Any], n: int) -> dict[str, Any
     if op in ("followup", "steer", "inject"):
         return {"op": op, "text": f"{op} {n}"}
     if op == "cancel":
-        return {"op": op, "cause": "user", "keep_inbox": rng.random() < 0.5}
+        # settle: false replies before the cancelled run unwinds; the run must still be
+        # deterministic, whatever the next request is.
+        keep, settle = rng.random() < 0.5, rng.random() < 0.6
+        return {"op": op, "cause": "user", "keep_inbox": keep, "settle": settle}
     if op == "advance":
         return {"op": op, "ticks": rng.randint(1, 5), "seconds": 1.0}
     if op == "tool":

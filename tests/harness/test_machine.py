@@ -24,3 +24,20 @@ def test_the_runtime_keeps_its_promises_under_the_machine() -> None:
 def test_the_runtime_keeps_its_promises_under_a_long_budget() -> None:
     machine = machine_for(InProcessAdapter, profile="fuzz")
     run_machine(machine, examples=FUZZ_EXAMPLES, steps=40)
+
+
+def test_a_flush_in_flight_acknowledges_only_what_was_appended_before_it() -> None:
+    """Found by the machine: a flush requested while a held cancel's turn still has to
+    unwind (its step/end and turn/end are appended during the flush, whose batch the disk
+    refuses) must not acknowledge those two events."""
+    machine = machine_for(InProcessAdapter, profile="regressions")()
+    try:
+        machine.begin(plan=["talk"])
+        machine.followup()
+        machine.flush()
+        machine.disk_full(fail=1)
+        machine.cancel_unsettled(cause="user", keep_inbox=False)
+        machine.flush()
+        machine.advance(ticks=2)
+    finally:
+        machine.teardown()

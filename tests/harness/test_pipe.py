@@ -69,8 +69,25 @@ SCRIPT: list[dict[str, Any]] = [
 ]
 
 
-def _normalized(adapter: Adapter, log: Path) -> list[Any]:
-    """Run SCRIPT; return every journal entry with message ids made positional."""
+#: Replies before the cancelled run unwinds (``settle: false``): a steer after the abort, a
+#: second cancel of the cancelled controller, a latched followup and its replayed run.
+HELD_SCRIPT: list[dict[str, Any]] = [
+    {"op": "followup", "text": "one"},
+    {"op": "advance", "ticks": 2},
+    {"op": "cancel", "cause": "user", "keep_inbox": True, "settle": False},
+    {"op": "cancel", "cause": "parent", "keep_inbox": True, "settle": False},
+    {"op": "steer", "text": "two"},
+    {"op": "followup", "text": "three"},
+    {"op": "advance", "ticks": 30},
+    {"op": "tool", "decision": "finish"},
+    {"op": "advance", "ticks": 30},
+]
+
+
+def _normalized(
+    adapter: Adapter, log: Path, script: list[dict[str, Any]] = SCRIPT
+) -> list[Any]:
+    """Run ``script``; return every journal entry with message ids made positional."""
     ids: dict[str, str] = {}
 
     def norm(value: Any) -> Any:
@@ -85,7 +102,7 @@ def _normalized(adapter: Adapter, log: Path) -> list[Any]:
     out: list[Any] = []
     start = {"op": "start", "log": str(log), "create": True, "plan": ["pair", "job", "talk"]}
     try:
-        for message in [start, *SCRIPT]:
+        for message in [start, *script]:
             reply = adapter.request(message)
             assert reply["ok"] is True, reply
             out.append([message["op"], norm(reply["journal"]), reply["crashed"]])
@@ -101,6 +118,20 @@ def test_in_process_and_subprocess_adapters_report_the_same_journal(tmp_path: Pa
     b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl")
     assert a[-1][2] is True  # the script ends in a crash
     assert a == b
+
+
+def test_both_adapters_hold_a_reply_that_did_not_settle(tmp_path: Path) -> None:
+    a = _normalized(InProcessAdapter(), tmp_path / "a" / "s" / "session.jsonl", HELD_SCRIPT)
+    b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl", HELD_SCRIPT)
+    assert a == b
+    held = a[3][1]  # the first cancel with settle: false: nothing after its end entry
+    assert held[-1] == {"k": "act", "op": "cancel", "phase": "end", "hit": True, "turn": 1}
+    again = a[4][1]  # the second cancel of the cancelled controller reaches nothing (K3)
+    assert again[-1] == {"k": "act", "op": "cancel", "phase": "end", "hit": False, "turn": 1}
+    inserted = next(e["event"]["data"] for e in a[5][1] if e["k"] == "event")
+    assert inserted["target"] == "next-turn"  # a steer after an abort (K8)
+    turns = [e["turn"] for step in a for e in step[1] if e.get("type") == "turn-started"]
+    assert turns == [1, 2, 3]  # the latched wake replayed: "two", then "three"
 
 
 def test_a_crash_after_a_write_that_the_disk_refuses_still_dies(tmp_path: Path) -> None:

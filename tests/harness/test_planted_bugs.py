@@ -9,6 +9,7 @@ fixed (``PLANTED_SEED``) so each test takes a predictable time; any seed finds e
 from __future__ import annotations
 
 import math
+import re
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
 import pytest
@@ -42,6 +43,10 @@ def test_the_machine_finds_and_shrinks_a_planted_bug(
     shrunk = list(machine.last_trace)
     FOUND[bug.name] = shrunk
     readable = "\n    ".join(shrunk)
+    assert re.search(bug.expect, str(failure.value)), (
+        f"{bug.description}: the machine failed for another reason:\n    {readable}\n"
+        f"failure: {failure.value}"
+    )
     assert len(shrunk) <= MAX_SHRUNK, (
         f"{bug.description}: counterexample of {len(shrunk)} rules:\n    {readable}\n"
         f"failure: {failure.value}"

@@ -15,7 +15,7 @@ from trio_agent.testing.checks import (
     check_reopened,
     tear_last_line,
 )
-from trio_agent.testing.plan import FINAL_ENTRY, MENU, entry_kind, plan_entry
+from trio_agent.testing.plan import FINAL_ENTRY, MENU, entry_kind, expected_chunks, plan_entry
 from trio_agent.testing.refmodel import ModelViolation, ReferenceModel
 
 
@@ -24,6 +24,7 @@ def ev(seq: int, type_: str, **data: Any) -> dict[str, Any]:
 
 
 MSG = {"id": "m1", "text": "go", "source": "followup"}
+INJECTED = {"id": "m2", "text": "a", "source": "inject"}
 CALL = {"type": "tool-call", "id": "c1", "name": "job", "arguments": {}}
 TURN = [
     ev(0, "agent/inbox/spliced", target="next-turn", start=0, inserted=[MSG]),
@@ -156,12 +157,120 @@ def test_the_model_follows_a_woken_turn() -> None:
     )
 
 
+def chunks(seq: int, *pieces: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        event(ev(seq + n, "assistant/chunk", turn=1, step=1, chunk=chunk))
+        for n, chunk in enumerate(pieces)
+    ]
+
+
+#: What the ``talk`` entry streams at turn 1 step 1, seq 5-7 (spec/cancel.md §The scripted
+#: model), then its message (seq 8).
+TALK = [
+    *chunks(
+        5,
+        {"type": "text-delta", "text": "all "},
+        {"type": "text-delta", "text": "good"},
+        {"type": "finish", "reason": "stop"},
+    ),
+    event(
+        ev(
+            8,
+            "assistant/message",
+            turn=1,
+            step=1,
+            message={"id": "a-1-1", "content": [{"type": "text", "text": "all good"}]},
+        )
+    ),
+]
+
+
 def test_the_model_refuses_an_abort_nobody_asked_for() -> None:
     model = ReferenceModel(["talk"])
-    feed(model, WAKE)
-    feed(model, [event(ev(5, "step/end", turn=1, step=1))])
+    feed(model, WAKE + TALK)
+    feed(model, [event(ev(9, "step/end", turn=1, step=1))])
     with pytest.raises(ModelViolation, match="no cancel reached it"):
-        model.apply(event(ev(6, "turn/end", turn=1, reason={"kind": "aborted"})))
+        model.apply(event(ev(10, "turn/end", turn=1, reason={"kind": "aborted"})))
+
+
+def test_the_scripted_chunks_follow_the_spec() -> None:
+    assert expected_chunks(MENU["pair"], 2, 1) == [
+        {"type": "text-delta", "text": "two "},
+        {"type": "text-delta", "text": "things"},
+        {"type": "tool-call", "id": "call-2-1-1", "name": "sleep", "arguments": {"seconds": 1}},
+        {"type": "tool-call", "id": "call-2-1-2", "name": "job", "arguments": {}},
+        {"type": "finish", "reason": "tool-calls"},
+    ]
+    assert expected_chunks(MENU["cut"], 1, 1)[-1] == {"type": "finish", "reason": "max-tokens"}
+    assert expected_chunks({"text": "  "}, 1, 1) == [
+        {"type": "text-delta", "text": "  "},
+        {"type": "finish", "reason": "stop"},
+    ]
+
+
+def test_the_model_refuses_a_step_that_did_not_log_its_finish_chunk() -> None:
+    model = ReferenceModel(["talk"])
+    message = {**TALK[3], "event": {**TALK[3]["event"], "seq": 7}}
+    feed(model, [*WAKE, *TALK[:2], message])
+    with pytest.raises(ModelViolation, match="2 of the 3 chunks"):
+        model.apply(event(ev(8, "step/end", turn=1, step=1)))
+
+
+def test_the_model_refuses_a_chunk_the_model_did_not_stream() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    with pytest.raises(ModelViolation, match="scripted model streams"):
+        feed(model, chunks(5, {"type": "text-delta", "text": "all good"}))
+
+
+def test_the_model_refuses_a_dispatch_without_its_approval_bracket() -> None:
+    model = ReferenceModel(["job"])
+    feed(model, WAKE)
+    call = ev(5, "tool/call", turn=1, step=1, callId="call-1-1-1", name="job", arguments={})
+    with pytest.raises(ModelViolation, match="approval bracket"):
+        model.apply(event(call))
+    model = ReferenceModel(["job"])
+    asked = {"turn": 1, "step": 1, "id": "approval-call-1-1-1"}
+    feed(
+        model,
+        [
+            *WAKE,
+            event(ev(5, "approval/asked", **asked, callId="call-1-1-1", toolName="job")),
+            event(ev(6, "approval/decided", **asked, outcome="allowed")),
+            event({**call, "seq": 7}),
+        ],
+    )
+
+
+def test_the_model_refuses_a_message_with_the_wrong_source() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    model.apply(act("steer", "begin", text="a"))
+    wrong = {**INJECTED, "source": "followup"}
+    with pytest.raises(ModelViolation, match="source"):
+        model.apply(
+            event(ev(5, "agent/inbox/spliced", target="next-step", start=0, inserted=[wrong]))
+        )
+
+
+def test_a_held_reply_shows_the_cancelled_controller() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    feed(model, [act("cancel", "begin", cause="user", keep_inbox=True)])
+    feed(model, [act("cancel", "end", hit=True, turn=1)])
+    state = {
+        "status": "running",
+        "inbox": {"next-turn": [], "next-step": []},
+        "controller": {"turn": 1, "cancelled": True},
+    }
+    model.check_quiescent(state, held=True)
+    with pytest.raises(ModelViolation, match="cancelled but has not ended"):
+        model.check_quiescent(state)
+    with pytest.raises(ModelViolation, match="cancelled=False"):
+        model.check_quiescent({**state, "controller": {"turn": 1, "cancelled": False}}, held=True)
+    feed(model, [act("cancel", "begin", cause="user", keep_inbox=True)])
+    with pytest.raises(ModelViolation, match="hit=True"):
+        model.apply(act("cancel", "end", hit=True, turn=1))
 
 
 def test_the_model_refuses_an_idle_cancel_that_hits() -> None:
@@ -178,8 +287,8 @@ def test_the_model_refuses_a_cancel_that_keeps_part_of_the_queue() -> None:
         model,
         [
             act("inject", "begin", text="a"),
-            event(ev(5, "agent/inbox/spliced", target="next-step", start=0, inserted=[MSG])),
-            act("inject", "end", id="m1"),
+            event(ev(5, "agent/inbox/spliced", target="next-step", start=0, inserted=[INJECTED])),
+            act("inject", "end", id="m2"),
             act("cancel", "begin", cause="user", keep_inbox=False),
         ],
     )
@@ -189,7 +298,7 @@ def test_the_model_refuses_a_cancel_that_keeps_part_of_the_queue() -> None:
 
 def test_the_model_refuses_interrupted_outside_repair() -> None:
     model = ReferenceModel(["talk"])
-    feed(model, WAKE)
-    feed(model, [event(ev(5, "step/end", turn=1, step=1))])
+    feed(model, WAKE + TALK)
+    feed(model, [event(ev(9, "step/end", turn=1, step=1))])
     with pytest.raises(ModelViolation, match="outside crash repair"):
-        model.apply(event(ev(6, "turn/end", turn=1, reason={"kind": "interrupted"})))
+        model.apply(event(ev(10, "turn/end", turn=1, reason={"kind": "interrupted"})))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,13 @@ from typing import Any
 import pytest
 
 from trio_agent.testing.protocol import AdapterError
-from trio_agent.testing.wire import SCHEMA_DIR, check_journal, check_reply, json_schemas
+from trio_agent.testing.wire import (
+    SCHEMA_DIR,
+    check_journal,
+    check_reply,
+    check_request,
+    json_schemas,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +38,7 @@ def _schema_validator() -> Any:
 schema_valid = _schema_validator()
 JOURNAL = json.loads((SCHEMA_DIR / "journal.schema.json").read_text())
 REPLY = json.loads((SCHEMA_DIR / "reply.schema.json").read_text())
+REQUEST = json.loads((SCHEMA_DIR / "request.schema.json").read_text())
 
 
 def test_the_published_schemas_are_the_generated_ones() -> None:
@@ -93,6 +101,9 @@ REQUESTS: list[dict[str, Any]] = [
     {"op": "advance", "ticks": 4, "seconds": 1},
     {"op": "followup", "text": "five"},
     {"op": "cancel", "cause": "parent", "keep_inbox": True},
+    {"op": "followup", "text": "six"},
+    {"op": "cancel", "cause": "user", "keep_inbox": False, "settle": False},
+    {"op": "steer", "text": "seven"},
     {"op": "shutdown"},
     {"op": "bye"},
 ]  # fmt: skip
@@ -116,6 +127,26 @@ def test_our_servers_real_traffic_meets_both_checks(tmp_path: Path) -> None:
     for op, reply in replies:
         assert _reply_valid(reply, op), (op, reply)
         check_reply(reply, op)
+    for request in REQUESTS:
+        assert schema_valid(request, REQUEST, REQUEST), request
+        check_request(request)
+
+
+@pytest.mark.parametrize(
+    ("request_", "names"),
+    [
+        ({"op": "cancel", "cause": "user", "keep_inbox": False, "settle": "no"}, "$.settle"),
+        ({"op": "advance", "ticks": 1, "seconds": "1"}, "$.seconds"),
+        ({"op": "tool", "decision": "done"}, "$.decision"),
+        ({"op": "flush", "now": True}, "now"),
+        ({"op": "nope"}, "unknown request"),
+    ],
+)
+def test_a_malformed_request_is_refused_by_both(request_: dict[str, Any], names: str) -> None:
+    if request_["op"] != "nope":
+        assert not schema_valid(request_, REQUEST, REQUEST)
+    with pytest.raises(AdapterError, match=re.escape(names)):
+        check_request(request_)
 
 
 #: Malformed journal entries, each with the text the driver's error must contain.

@@ -13,12 +13,16 @@ fires here kills this process with a real ``SIGKILL`` on the spot (for ``flush``
 driver sees end-of-file and reads the durable bytes the dead process left. The driver may also
 SIGKILL it between requests (``crash`` is then not sent at all).
 
+After a reply sent without settling (``cancel`` with ``settle: false``) the next request is
+read blocking the thread, so the cancelled run cannot move before that request's action.
+
 ``{"op": "bye"}`` (or end of input) ends the process after tearing the current world down.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from typing import Any, NoReturn
@@ -50,6 +54,17 @@ def _kill_self() -> NoReturn:
         time.sleep(1)
 
 
+def _read_now(fd: int) -> bytes:
+    """Read from ``fd`` blocking the whole thread, so no trio task runs meanwhile (the
+    stream's file is non-blocking: wait for it with ``select``)."""
+    while True:
+        select.select([fd], [], [])
+        try:
+            return os.read(fd, 1 << 16)
+        except BlockingIOError:
+            continue
+
+
 def _crash(world: World, after_write: bool) -> None:
     """A world crashed: die now, for real (no teardown, no flush, no unlock but the kernel's)."""
     # A parked batch that an injected disk failure will refuse writes nothing, so there is no
@@ -79,7 +94,12 @@ async def _serve() -> None:
                     if len(buffer) > MAX_LINE:
                         _write({"reply": {"ok": False, "error": "request line too long"}})
                         return
-                    chunk = await stdin.receive_some(1 << 16)
+                    if host.held:
+                        # The last reply did not settle (cancel with settle: false): the
+                        # world must not move before the next request's action happened.
+                        chunk = _read_now(stdin.fileno())
+                    else:
+                        chunk = await stdin.receive_some(1 << 16)
                     if not chunk:
                         return
                     buffer += chunk

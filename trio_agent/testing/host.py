@@ -54,11 +54,16 @@ class WorldHost:
         self._on_crash = on_crash or (lambda world, after_write: None)
         self._implementation = implementation
         self.world: World | None = None
+        #: The last reply was sent without settling (``cancel`` with ``settle: false``): the
+        #: serving loop must not let the world move until the next request has been read, and
+        #: then performs that request's action first (spec/harness.md §Requests).
+        self.held = False
         #: The frozen durable bytes of the last crashed world.
         self.snapshot: bytes | None = None
 
     async def handle(self, message: dict[str, Any]) -> Reply:
         """Answer one request. Never raises for a bad request: the reply says ``ok: false``."""
+        self.held = False
         try:
             result = await self._dispatch(message)
         except Exception as exc:  # reported to the driver, which fails the run
@@ -88,9 +93,14 @@ class WorldHost:
             cause = message.get("cause", "user")
             if cause not in _CAUSES:
                 raise RequestError(f"cause must be one of {_CAUSES}")
+            keep_inbox = _bool(message, "keep_inbox")
+            settle = _bool(message, "settle", True)
             where = world.where()
-            hit = world.cancel(cause, _bool(message, "keep_inbox"), where=f"now:{where}")
+            hit = world.cancel(cause, keep_inbox, where=f"now:{where}")
             result = {"hit": hit, "where": where}
+            if not settle:
+                self.held = True  # reply before the cancelled run unwinds
+                return result
         elif op == "advance":
             ticks = message.get("ticks", 1)
             seconds = message.get("seconds", 1.0)
@@ -186,6 +196,7 @@ class WorldHost:
 
     async def aclose(self) -> None:
         """Tear down the current world, whatever state it is in."""
+        self.held = False
         world = self.world
         if world is not None and not world.done.is_set():
             await self._discard(world)

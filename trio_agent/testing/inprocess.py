@@ -40,10 +40,20 @@ class TrioThread:
 
     :meth:`call` runs an async function in it and returns its result (or raises its
     exception) in the calling thread, giving up after ``timeout`` real seconds.
+
+    When ``hold()`` is true after a call, the thread does not return to trio's scheduler: it
+    blocks (synchronously, inside the task that ran the call) until the next call arrives and
+    runs that one first. Nothing in the ``trio.run`` moves in between, so a reply sent before
+    the world settled is still a still world (``cancel`` with ``settle: false``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hold: Callable[[], bool] = lambda: False) -> None:
         self.clock = trio.testing.MockClock(rate=0)
+        self._hold = hold
+        self._held = False
+        self._calls: queue.Queue[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any]] = (
+            queue.Queue()
+        )
         self._ready = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
@@ -85,13 +95,24 @@ class TrioThread:
         box: queue.Queue[tuple[bool, Any]] = queue.Queue()
 
         async def runner() -> None:
-            try:
-                box.put((True, await fn(*args)))
-            except BaseException as exc:  # handed to the caller's thread
-                box.put((False, exc))
+            job: tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any] = (fn, args, box)
+            while True:
+                call, call_args, answer = job
+                try:
+                    outcome: tuple[bool, Any] = (True, await call(*call_args))
+                except BaseException as exc:  # handed to the caller's thread
+                    outcome = (False, exc)
+                self._held = outcome[0] and self._hold()
+                answer.put(outcome)
+                if not self._held:
+                    return
+                job = self._calls.get()  # blocks the trio thread: nothing else runs
 
-        assert self._token is not None
-        self._token.run_sync_soon(self.nursery.start_soon, runner)
+        if self._held:
+            self._calls.put((fn, args, box))
+        else:
+            assert self._token is not None
+            self._token.run_sync_soon(self.nursery.start_soon, runner)
         try:
             ok, value = box.get(timeout=timeout)
         except queue.Empty:
@@ -115,10 +136,13 @@ class InProcessAdapter:
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._timeout = timeout
         self._journal: list[dict[str, Any]] = []
-        self._thread = TrioThread()
+        self._thread = TrioThread(hold=self._holding)
         self._host = WorldHost(
             self._thread.nursery, self._journal.append, implementation="trio_agent in-process"
         )
+
+    def _holding(self) -> bool:
+        return self._host.held
 
     def request(self, message: dict[str, Any]) -> Reply:
         wire = orjson.loads(orjson.dumps(message))

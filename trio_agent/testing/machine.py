@@ -17,6 +17,10 @@ and after every crash (now, or at an armed point, optionally tearing the last li
   closers (placeholders saying ``TOOL_OUTCOME_UNKNOWN`` exactly for durable ``tool/call``\\s),
   giving a balanced log; ``interrupted`` only ever comes from there.
 
+One rule cancels with ``settle: false``: the reply comes before the cancelled run unwinds,
+so the next rule acts on a live, cancelled controller (K3's second cancel, K8's steer after
+an abort and its latched wake); the driver checks that such a reply really did not settle.
+
 Use :func:`machine_for` to bind the machine to an adapter factory. Coverage figures (examples
 run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAMPLES`.
 """
@@ -52,6 +56,7 @@ from .checks import (
 from .plan import MENU_NAMES
 from .protocol import POINTS, Adapter, Reply
 from .refmodel import ModelViolation, ReferenceModel
+from .wire import check_request
 
 __all__ = ["COVERAGE", "EXAMPLES", "HarnessMachine", "machine_for"]
 
@@ -131,6 +136,7 @@ class HarnessMachine(RuleBasedStateMachine):
         return path
 
     def _send(self, message: dict[str, Any]) -> Reply:
+        check_request(message)
         self.transcript.append("> " + _compact(message))
         reply = self.adapter.request(message)
         for entry in reply.get("journal", ()):
@@ -174,13 +180,40 @@ class HarnessMachine(RuleBasedStateMachine):
         tear = self.armed.get("tear") if self.armed else None
         reply = self._send(message)
         self._journal(reply)
+        held = message["op"] == "cancel" and message.get("settle") is False
         if reply.get("crashed"):
+            if held:
+                raise HarnessViolation("the implementation died in a cancel that must not settle")
             self._recover(tear)
         else:
-            self._settled(reply["state"])
+            if held:
+                self._check_held(reply)
+            self._settled(reply["state"], held=held)
         return reply
 
-    def _settled(self, state: dict[str, Any]) -> None:
+    def _check_held(self, reply: Reply) -> None:
+        """A cancel with ``settle: false`` replies right after ``agent.cancel`` returned: its
+        journal ends with the cancel's ``end`` entry, and a hit controller is still live,
+        cancelled, its run not yet unwound."""
+        journal = reply.get("journal", ())
+        if not journal or journal[-1]["k"] != "act" or journal[-1]["op"] != "cancel":
+            last = journal[-1] if journal else None
+            raise HarnessViolation(
+                f"a cancel with settle: false went on after the cancel returned (last entry "
+                f"{_compact(last)}): it must reply before the cancelled run unwinds"
+            )
+        state = reply["state"]
+        controller = state["controller"]
+        if reply["result"]["hit"] and (
+            state["status"] != "running" or controller is None or not controller["cancelled"]
+        ):
+            raise HarnessViolation(
+                f"a cancel with settle: false hit, but the state says status "
+                f"{state['status']}, controller {controller}: it must reply before the "
+                "cancelled run unwinds"
+            )
+
+    def _settled(self, state: dict[str, Any], *, held: bool = False) -> None:
         self.state = state
         if state["violations"] or state["failure"]:
             raise HarnessViolation(f"the world reports: {state['violations'] or state['failure']}")
@@ -189,7 +222,7 @@ class HarnessMachine(RuleBasedStateMachine):
                 f"the world has {state['events']} events, its journal reported {len(self.memory)}"
             )
         try:
-            self.model.check_quiescent(state)
+            self.model.check_quiescent(state, held=held)
         except ModelViolation as exc:
             raise HarnessViolation(f"reference model: {exc}") from None
         if state["acked"] < self.acked:
@@ -291,6 +324,17 @@ class HarnessMachine(RuleBasedStateMachine):
     def cancel(self, cause: str, keep_inbox: bool) -> None:
         self._note(f"cancel({cause}, keep_inbox={keep_inbox})")
         self._request({"op": "cancel", "cause": cause, "keep_inbox": keep_inbox})
+
+    @precondition(lambda self: self._running())
+    @rule(cause=causes, keep_inbox=st.booleans())
+    def cancel_unsettled(self, cause: str, keep_inbox: bool) -> None:
+        """Cancel and take the reply before the cancelled run unwinds (``settle: false``): the
+        next rule acts on a live, cancelled controller (a steer after an abort, a second
+        cancel, a latched wake)."""
+        self._note(f"cancel({cause}, keep_inbox={keep_inbox}, settle=False)")
+        self._request(
+            {"op": "cancel", "cause": cause, "keep_inbox": keep_inbox, "settle": False}
+        )
 
     @precondition(lambda self: self._alive() and self.armed is None)
     @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)

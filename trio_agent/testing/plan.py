@@ -18,6 +18,7 @@ Tools the menu uses, as the world provides them:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -28,6 +29,7 @@ __all__ = [
     "MENU_NAMES",
     "entry_calls",
     "entry_kind",
+    "expected_chunks",
     "plan_entry",
 ]
 
@@ -79,3 +81,41 @@ def entry_kind(entry: Mapping[str, Any]) -> str | None:
     if entry.get("finish") == "max-tokens":
         return "max-tokens"
     return None if entry_calls(entry) else "completed"
+
+
+_WORD: Final = re.compile(r"\s*\S+\s*")
+
+
+def expected_chunks(entry: Mapping[str, Any], turn: int, step: int) -> list[dict[str, Any]]:
+    """The chunks the scripted model streams for ``entry`` at ``turn``/``step``, in order,
+    written from spec/cancel.md §The scripted model: one ``text-delta`` per word
+    (``\\s*\\S+\\s*``; whitespace-only text is one chunk), then either the ``error`` finish or
+    one ``tool-call`` per call (id ``call-<turn>-<step>-<n>``) and the ``finish`` chunk. A
+    step that is not cancelled logs every one of them (K14); a cancelled one a prefix."""
+    text = entry.get("text", "")
+    words = _WORD.findall(text) if text.strip() else ([text] if text else [])
+    chunks: list[dict[str, Any]] = [{"type": "text-delta", "text": w} for w in words]
+    if "error" in entry:
+        error = entry["error"]
+        chunks.append(
+            {
+                "type": "finish",
+                "reason": "error",
+                "error": {"code": error["code"], "message": error["message"]},
+            }
+        )
+        return chunks
+    calls = entry.get("tool_calls", ())
+    for n, call in enumerate(calls, start=1):
+        chunks.append(
+            {
+                "type": "tool-call",
+                "id": call.get("id") or f"call-{turn}-{step}-{n}",
+                "name": call["name"],
+                "arguments": dict(call.get("arguments", {})),
+            }
+        )
+    chunks.append(
+        {"type": "finish", "reason": entry.get("finish", "tool-calls" if calls else "stop")}
+    )
+    return chunks

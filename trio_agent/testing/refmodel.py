@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from .plan import entry_kind, plan_entry
+from .plan import entry_kind, expected_chunks, plan_entry
 
 __all__ = ["ModelViolation", "ReferenceModel"]
 
@@ -57,11 +57,15 @@ class TurnRecord:
     error: bool = False  # a step's model call failed: the turn ends error
     more_steps: bool = False  # after the last step/end, another step is owed
     ended: str | None = None
+    chunks: int = 0  # chunks the open step logged so far
+    approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
+    allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
 
 
 @attrs.define
 class _Send:
     op: str
+    text: str
     target: str
     woke_idle: bool
     after_abort: bool
@@ -205,7 +209,7 @@ class ReferenceModel:
                     if op == "followup" or (op == "steer" and after_abort)
                     else ("next-step")
                 )
-                self._send = _Send(op, target, self.status == "idle", after_abort)
+                self._send = _Send(op, entry["text"], target, self.status == "idle", after_abort)
             else:
                 self._send_end(entry)
         elif op == "cancel":
@@ -404,7 +408,14 @@ class ReferenceModel:
         queue = self.queues[target]
         if data["start"] != len(queue):
             self.fail(f"seq {seq}: insert at {data['start']}, not at the end of {target}")
-        mid = inserted[0]["id"]
+        message = inserted[0]
+        if message.get("source") != send.op or message.get("text") != send.text:
+            self.fail(
+                f"seq {seq}: {send.op}({send.text!r}) inserted {message}: a message's source "
+                f"is the call that queued it ({send.op!r}, also after an abort) and its text "
+                "the text sent"
+            )
+        mid = message["id"]
         queue.append(mid)
         self.messages[mid] = "queued"
         send.inserted = mid
@@ -455,6 +466,7 @@ class ReferenceModel:
             )
         record.steps = data["step"]
         record.open_step = data["step"]
+        record.chunks = 0
         record.entering = record.batch
         record.batch = []
         record.more_steps = False
@@ -468,6 +480,39 @@ class ReferenceModel:
         record.entering.pop(0)
         self.messages[mid] = "entered"
 
+    def _on_assistant_chunk(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        step = data["step"]
+        expected = expected_chunks(plan_entry(self.plan, record.number, step), record.number, step)
+        index = record.chunks
+        if record.open_step != step or index >= len(expected):
+            self.fail(f"seq {seq}: a chunk the scripted model never streamed: {data['chunk']}")
+            return
+        if data["chunk"] != expected[index]:
+            self.fail(
+                f"seq {seq}: chunk {index + 1} of turn {record.number} step {step} is "
+                f"{data['chunk']}, the scripted model streams {expected[index]} (K14)"
+            )
+        record.chunks += 1
+
+    def _on_approval_asked(self, data: Mapping[str, Any], seq: int) -> None:
+        self.turns[data["turn"]].approvals[data["id"]] = data["callId"]
+
+    def _on_approval_decided(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        call = record.approvals.get(data["id"])
+        if call is not None and data["outcome"] == "allowed":
+            record.allowed.add(call)
+
+    def _on_tool_call(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns[data["turn"]]
+        if data["callId"] not in record.allowed:
+            self.fail(
+                f"seq {seq}: tool/call {data['callId']} without an allowed approval bracket "
+                "(K11: with an approver every dispatchable call is asked, then decided, "
+                "before its tool/call)"
+            )
+
     def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
         if record.entering and not self.repairing:
@@ -475,7 +520,16 @@ class ReferenceModel:
         record.open_step = None
         if record.hit or self.repairing:
             return
-        kind = entry_kind(plan_entry(self.plan, record.number, data["step"]))
+        entry = plan_entry(self.plan, record.number, data["step"])
+        expected = expected_chunks(entry, record.number, data["step"])
+        if record.chunks != len(expected):
+            self.fail(
+                f"seq {seq}: turn {record.number} step {data['step']} ended after logging "
+                f"{record.chunks} of the {len(expected)} chunks its model streamed, although "
+                f"no cancel reached it (K14: every chunk is logged, the finish included; "
+                f"missing {expected[record.chunks:]})"
+            )
+        kind = entry_kind(entry)
         if kind == "error":
             record.error = True
             return
@@ -540,8 +594,9 @@ class ReferenceModel:
 
     # -- quiescent checks ----------------------------------------------------------------------
 
-    def check_quiescent(self, state: Mapping[str, Any]) -> None:
-        """The world settled: compare what it reports with what must hold now."""
+    def check_quiescent(self, state: Mapping[str, Any], *, held: bool = False) -> None:
+        """The world settled (or, ``held``, replied right after a cancel without settling,
+        spec/harness.md §Requests): compare what it reports with what must hold now."""
         if self.expect_running:
             self.fail("a latched wake with pending work did not start a new run (K8)")
         if self._send is not None or self._cancel is not None:
@@ -560,12 +615,17 @@ class ReferenceModel:
                     "the agent is running but no turn is: a woken controller never "
                     "started its turn and was not prevented (K2)"
                 )
-            elif self.turns[self.controller_turn or 0].hit:
+            elif self.turns[self.controller_turn or 0].hit and not held:
                 self.fail(f"turn {self.controller_turn} was cancelled but has not ended")
             if controller is None or controller["turn"] != self.controller_turn:
                 self.fail(
                     f"the live controller is {controller}, the model says turn "
                     f"{self.controller_turn}"
+                )
+            elif controller["cancelled"] is not self.controller_cancelled:
+                self.fail(
+                    f"the live controller says cancelled={controller['cancelled']}, the model "
+                    f"says {self.controller_cancelled} (K3)"
                 )
         elif status == "idle":
             if controller is not None:

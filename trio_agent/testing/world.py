@@ -390,6 +390,7 @@ class World:
         self._checkpoint_failed = False
         self.snapshot: bytes | None = None
         self._poll_limiter = trio.CapacityLimiter(1)
+        self._t0 = 0.0
 
     # -- journal -------------------------------------------------------------------------------
 
@@ -405,11 +406,14 @@ class World:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _clock(self) -> int:
-        return int(trio.current_time() * 1000)
+        """Event ``time``: virtual milliseconds since this world started (every world starts
+        at 0, whichever adapter hosts it and however long earlier worlds ran)."""
+        return round((trio.current_time() - self._t0) * 1000)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Open the session (create or cold open), run the agent until :attr:`stop`, close."""
         started = False
+        self._t0 = trio.current_time()
         try:
             with self.scope:
                 store = JsonlStore(
@@ -593,13 +597,16 @@ class World:
         """A harness flush, run as a background task (its batch waits for settle)."""
         session = self.session
         assert session is not None
+        # A flush makes durable what was appended before it began; events appended while it
+        # is in flight (a held cancel's turn unwinding) are not covered by it.
+        covered = len(session.events)
         try:
             await session.flush()
         except OSError as exc:
             self.emit({"k": "act", "op": "flush", "phase": "end", "ok": False, "error": str(exc)})
             return
         if not self.dead:
-            self.acked = max(self.acked, len(session.events))
+            self.acked = max(self.acked, covered)
             self.emit({"k": "act", "op": "flush", "phase": "end", "ok": True})
 
     def _require_agent(self) -> Agent:
