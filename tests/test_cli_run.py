@@ -125,8 +125,9 @@ def test_a_resumed_crashed_session_says_what_the_cold_open_did(
 ) -> None:
     """After a kill -9 mid-tool, the next ``run`` names the placeholder, the closers and the
     orphaned process group it stopped; the group is gone and the log is balanced."""
-    send(cli, "sleep 30")
-    lines = read_until(cli, "tool/spawned")
+    send(cli, "echo started; sleep 30")
+    # Its output is printed: the command is past the spawn gate, so it outlives the agent.
+    lines = read_until(cli, "tool/output")
     pgid = spawned_pgid(lines)
     call_id = lines[-1].split()[2]
     cli.kill()  # a real kill -9: the tool's group lives on in its own session
@@ -153,6 +154,10 @@ def test_a_resumed_crashed_session_says_what_the_cold_open_did(
     assert "(placeholder)" in again.stderr
     scan = scan_log(log_of(tmp_path), strict=True)
     assert scan.checker.balanced
+    # The printed tool/output is in the log as printed; the placeholder came after it.
+    printed = int(lines[-1].split("]", 1)[0].lstrip("["))
+    assert scan.events[printed].type == "tool/output"
+    assert scan.events[printed + 1].type == "tool/result"
 
 
 def test_a_closed_stdout_ends_the_run_quietly(cli: subprocess.Popen[str], tmp_path: Path) -> None:
