@@ -120,6 +120,46 @@ def test_every_printed_event_is_durable(cli: subprocess.Popen[str], tmp_path: Pa
         os.killpg(pgid, signal.SIGKILL)
 
 
+def test_a_resumed_crashed_session_says_what_the_cold_open_did(
+    cli: subprocess.Popen[str], tmp_path: Path
+) -> None:
+    """After a kill -9 mid-tool, the next ``run`` names the placeholder, the closers and the
+    orphaned process group it stopped; the group is gone and the log is balanced."""
+    send(cli, "echo started; sleep 30")
+    # Its output is printed: the command is past the spawn gate, so it outlives the agent.
+    lines = read_until(cli, "tool/output")
+    pgid = spawned_pgid(lines)
+    call_id = lines[-1].split()[2]
+    cli.kill()  # a real kill -9: the tool's group lives on in its own session
+    cli.wait()
+    assert group_members(pgid), "the orphan should outlive the agent"
+    try:
+        again = subprocess.run(
+            [sys.executable, "-m", "trio_agent", "run", "--root", str(tmp_path)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD,
+        )
+        assert group_members(pgid) == [], "the cold open stops the orphaned group"
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # only if the test failed
+            os.killpg(pgid, signal.SIGKILL)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    summary = again.stderr.splitlines()[1]
+    assert summary == (
+        f"  repaired: placeholder for call {call_id}, step/end, turn/end{{interrupted}}; "
+        f"stopped orphan group {pgid} (call {call_id})"
+    )
+    assert "(placeholder)" in again.stderr
+    scan = scan_log(log_of(tmp_path), strict=True)
+    assert scan.checker.balanced
+    # The printed tool/output is in the log as printed; the placeholder came after it.
+    printed = int(lines[-1].split("]", 1)[0].lstrip("["))
+    assert scan.events[printed].type == "tool/output"
+    assert scan.events[printed + 1].type == "tool/result"
+
+
 def test_a_closed_stdout_ends_the_run_quietly(cli: subprocess.Popen[str], tmp_path: Path) -> None:
     """``trio-agent run | head -1``: the reader goes away; the run stops its turn, closes the
     session and exits 141, with no traceback (the printer is a task, not a log observer)."""

@@ -104,9 +104,10 @@ def test_a_crashed_session_is_resumed_and_the_banner_says_what_was_repaired(
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0] == f"trio-agent run: session 's1' (resumed: 4 events, 1 turn), log {path}"
-    assert lines[1] == "  repaired by the cold open: [2] step/end 1"
-    assert lines[2].startswith("  repaired by the cold open: [3] turn/end 1 INTERRUPTED")
-    assert "Ctrl-C cancels the running command" in lines[3]
+    assert lines[1] == "  repaired: step/end, turn/end{interrupted}"
+    assert lines[2] == "  repaired by the cold open: [2] step/end 1"
+    assert lines[3].startswith("  repaired by the cold open: [3] turn/end 1 INTERRUPTED")
+    assert "Ctrl-C cancels the running command" in lines[4]
 
 
 def corrupt_session(root: Path, body: bytes) -> Path:
@@ -115,6 +116,16 @@ def corrupt_session(root: Path, body: bytes) -> Path:
     path = directory / "session.jsonl"
     path.write_bytes(encode_header(Header("s1", 0)) + body)
     return path
+
+
+def test_the_banner_names_a_torn_tail_the_cold_open_cut(tmp_path: Path) -> None:
+    body = b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n'
+    body += b'{"seq":1,"time":1,"type":"step/start","data":{"turn":1,"step":1}}\n{"seq":'
+    corrupt_session(tmp_path, body)
+    proc = run(tmp_path, "--session", "s1")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    summary = proc.stderr.splitlines()[1]
+    assert summary == "  repaired: step/end, turn/end{interrupted}; cut a torn tail of 7 bytes"
 
 
 def test_a_corrupt_session_is_refused_and_left_alone(tmp_path: Path) -> None:

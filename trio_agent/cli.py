@@ -27,16 +27,19 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 import attrs
 import orjson
 
-from . import conform
+from . import clijson, conform
+from .clijson import CheckResult, ShowEvent, ShowHeader, ShowTornTail, ShowViolation, TornTailJson
 from .dsn import is_dsn, redact
 from .log import (
     FOLD_TYPES,
     ConsumedFold,
     ConsumedWork,
     Event,
+    Header,
     HeaderError,
     LineScan,
     LogViolation,
+    TornTail,
     TruncateFold,
     UnreadableLineError,
     closers_for,
@@ -57,11 +60,25 @@ OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 class CliError(Exception):
     """One line for stderr and an exit code."""
 
-    def __init__(self, message: str, code: int, *, line: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        code: int,
+        *,
+        line: int | None = None,
+        rule: str | None = None,
+        seq: int | None = None,
+        what: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         #: The log line the problem is on (1 = header), when there is one.
         self.line = line
+        #: The rule broken (``I<k>``) and the seq as written on that line, for a violation.
+        self.rule = rule
+        self.seq = seq
+        #: The problem without its ``FILE:LINE:`` place (``None``: the whole message).
+        self.what = what
 
 
 def file_kind(mode: int) -> str | None:
@@ -272,15 +289,20 @@ def _stream(
         f.seek(0)
         return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types)
     except HeaderError as exc:
-        raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1) from None
+        raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1, what=str(exc)) from None
     except UnreadableLineError as exc:
-        raise CliError(f"{path}:{exc.line}: {exc.message}", UNREADABLE, line=exc.line) from None
+        raise CliError(
+            f"{path}:{exc.line}: {exc.message}", UNREADABLE, line=exc.line, what=exc.message
+        ) from None
     except LogViolation as exc:
         seq = "?" if exc.seq is None else exc.seq
         what = f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}"
-        raise CliError(what, BROKEN, line=exc.line) from None
+        raise CliError(
+            what, BROKEN, line=exc.line, rule=exc.rule, seq=exc.seq, what=exc.message
+        ) from None
     except OSError as exc:
-        raise CliError(f"{path}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
+        why = f"cannot read: {exc.strerror or exc}"
+        raise CliError(f"{path}: {why}", UNREADABLE, what=why) from None
 
 
 def _scan_live(
@@ -364,7 +386,32 @@ def plural(n: int, word: str) -> str:
 # -- commands -----------------------------------------------------------------------------
 
 
+def _tail_json(scan: LineScan) -> TornTailJson | None:
+    t = scan.tail
+    return None if t is None else TornTailJson(t.line, t.size, t.reason)
+
+
+def _failed_json(path: str, exc: CliError) -> CheckResult:
+    """``check --json`` for a FILE that could not be checked (or broke a rule)."""
+    return CheckResult(
+        path=path,
+        ok=False,
+        exit=exc.code,
+        events=None,
+        turns=None,
+        open_turn=None,
+        torn_tail=None,
+        live=False,
+        rule=exc.rule,
+        seq=exc.seq,
+        line=exc.line,
+        message=exc.what if exc.what is not None else str(exc),
+    )
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Check each FILE; with ``--json`` also one :class:`CheckResult` per FILE on stdout
+    (the stderr lines and the exit code are the same either way)."""
     worst = OK
     for path, read in _inputs(args, args.files):
         try:
@@ -372,6 +419,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except CliError as exc:
             print(exc, file=err)
             worst = max(worst, exc.code)
+            if args.json:
+                out.write(clijson.dumps(_failed_json(path, exc)) + "\n")
             continue
         _note_tail(path, scan, err)
         if live is not None:
@@ -381,21 +430,35 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 file=err,
             )
         turn = scan.checker.open_turn
+        result = CheckResult(
+            path=path,
+            ok=True,
+            exit=OK,
+            events=scan.count,
+            turns=scan.checker.last_turn,
+            open_turn=turn,
+            torn_tail=_tail_json(scan),
+            live=live is not None,
+        )
         if turn is not None and args.balanced:
             line = scan.count + 2  # where its turn/end would go (spec/cli.md)
-            print(
-                f"{path}:{line}: turn {turn} is open (--balanced requires every turn ended)",
-                file=err,
-            )
+            what = f"turn {turn} is open (--balanced requires every turn ended)"
+            print(f"{path}:{line}: {what}", file=err)
             worst = max(worst, BROKEN)
+            if args.json:
+                result = attrs.evolve(result, ok=False, exit=BROKEN, line=line, message=what)
+                out.write(clijson.dumps(result) + "\n")
             continue
         if turn is not None and live is None:
             print(
                 f"{path}: note: turn {turn} is open (a valid prefix of a live or crashed session)",
                 file=err,
             )
-        events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
-        print(f"{path}: ok ({events}, {turns})", file=out)
+        if args.json:
+            out.write(clijson.dumps(result) + "\n")
+        else:
+            events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
+            print(f"{path}: ok ({events}, {turns})", file=out)
     return worst
 
 
@@ -493,16 +556,53 @@ def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return OK
 
 
+def _json_line(out: TextIO, record: object) -> None:
+    out.write(clijson.dumps(record) + "\n")
+
+
+def _show_events(
+    out: TextIO,
+    header: Header,
+    events: Iterator[Event],
+    closers: Sequence[Event],
+    tail: TornTail | None,
+    *,
+    count: int,
+    live: bool,
+    json: bool,
+    color: bool,
+    full: bool,
+) -> None:
+    """The body of ``show``: the timeline, or with ``json`` its JSON Lines (spec/cli.md)."""
+    if not json:
+        for line in render_timeline(
+            header, events, closers, tail, color=color, count=count, full=full
+        ):
+            out.write(line + "\n")
+        return
+    _json_line(
+        out, ShowHeader(session=header.id, created_at=header.created_at, events=count, live=live)
+    )
+    for event in events:
+        _json_line(out, ShowEvent("event", event_to_json(event)))
+    for event in closers:
+        _json_line(out, ShowEvent("closer", event_to_json(event)))
+    if tail is not None:
+        _json_line(out, ShowTornTail(line=tail.line, bytes=tail.size, reason=tail.reason))
+
+
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The timeline; a log that breaks a rule is shown up to the offending line, which is
     marked with the rule, and the command exits 1 (2 for a line that is not JSON).
 
     Two passes over the file: the scan (counts, closers, the tail), then the rendering, which
-    decodes the accepted lines again one at a time."""
+    decodes the accepted lines again one at a time (memory does not grow with the log)."""
     path, read = _one_input(args)
     color = args.color
     if color is None:
         color = out.isatty() and "NO_COLOR" not in os.environ
+    color = color and not args.json
+    shape = {"json": bool(args.json), "color": bool(color), "full": bool(args.full)}
     with read() as (f, probe):
         live = probe()
         try:
@@ -510,20 +610,36 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except CliError as exc:
             if exc.line is None or exc.line < 2:
                 raise
+            count = exc.line - 2
             try:
                 f.seek(0)
                 header = decode_header(f.readline()[:-1])
-                for text in render_timeline(
-                    header, _events_of(f, exc.line - 2), color=color, count=exc.line - 2
-                ):
-                    out.write(text + "\n")
+                events = _events_of(f, count)
+                _show_events(
+                    out, header, events, (), None, count=count, live=live is not None, **shape
+                )
                 raw = f.readline().removesuffix(b"\n")
             except (HeaderError, UnreadableLineError, LogViolation, OSError):
                 raise exc from None
-            shown = raw[:120].decode("utf-8", "replace") + ("..." if len(raw) > 120 else "")
-            mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
-            red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")
-            out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
+            what = exc.what if exc.what is not None else str(exc)
+            if args.json:
+                text = raw.decode("utf-8", "replace")
+                violation = ShowViolation(
+                    line=exc.line,
+                    rule=exc.rule,
+                    seq=exc.seq,
+                    message=what,
+                    exit=exc.code,
+                    text=text,
+                )
+                _json_line(out, violation)
+            else:
+                long = len(raw) > 120 and not args.full
+                shown = (raw[:120] if long else raw).decode("utf-8", "replace")
+                shown += "..." if long else ""
+                mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
+                red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")
+                out.write(f"{red}!! {mark}{reset}\n   {shown}\n")
             out.flush()
             raise
         live = live or probe()
@@ -538,11 +654,16 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         f.seek(0)
         f.readline()  # the header, already decoded by the scan
-        events = _events_of(f, scan.count)
-        for line in render_timeline(
-            scan.header, events, closers, scan.tail, color=color, count=scan.count
-        ):
-            out.write(line + "\n")
+        _show_events(
+            out,
+            scan.header,
+            _events_of(f, scan.count),
+            closers,
+            scan.tail,
+            count=scan.count,
+            live=live is not None,
+            **shape,
+        )
     return OK
 
 
@@ -836,6 +957,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("check", "check log files against the rules of spec/invariants.md")
     p.add_argument("files", nargs="*", metavar="FILE", help="a session log (session.jsonl)")
     p.add_argument("--balanced", action="store_true", help="an open last turn is an error")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per FILE on stdout instead of the ok line (spec/cli.md)",
+    )
     add_store_input(p)
     p.set_defaults(run=cmd_check)
 
@@ -894,6 +1020,14 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="colour the timeline (default: when stdout is a terminal and NO_COLOR is unset)",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="print long texts whole instead of cutting them"
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the header, events, closers and any violation as JSON Lines (spec/cli.md)",
     )
     p.set_defaults(run=cmd_show)
 

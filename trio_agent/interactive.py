@@ -19,7 +19,7 @@ import math
 import os
 import signal
 import stat
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -29,6 +29,7 @@ from .cli import BROKEN, REFUSED, UNREADABLE, CliError, file_kind, plural, store
 from .dsn import is_dsn, redact
 from .log.events import Event
 from .log.render import describe
+from .log.repair import STOPPED_DURING_RECOVERY_TEXT
 from .models.base import ModelRequest, StepContext
 from .runtime import (
     AgentError,
@@ -147,6 +148,54 @@ def _refuse_special(path: Path) -> None:
         )
 
 
+def _closer_words(event: Event) -> str:
+    """A closer in a few words: ``placeholder for call X``, ``step/end``,
+    ``turn/end{interrupted}``."""
+    if event.type == "tool/result":
+        return f"placeholder for call {event.data['callId']}"
+    if event.type == "turn/end":
+        return f"turn/end{{{event.data['reason']['kind']}}}"
+    return event.type
+
+
+def _pgid_of(events: Sequence[Event], before: int, call_id: str) -> int | None:
+    """The process group the log recorded for ``call_id`` (its ``tool/spawned``), looked for
+    back from ``before`` to the start of the turn."""
+    for i in range(before - 1, -1, -1):  # by index: a slice of a long log would copy it
+        event = events[i]
+        if event.type == "tool/spawned" and event.data["callId"] == call_id:
+            pgid: int = event.data["pgid"]
+            return pgid
+        if event.type == "turn/start":
+            return None
+    return None
+
+
+def repair_summary(
+    events: Sequence[Event], kept: int, *, torn_bytes: int = 0, dropped_lines: int = 0
+) -> str | None:
+    """What the cold open did, in one line (``None`` when it did nothing): the closers it
+    appended (events from ``kept`` on), the orphaned process groups it stopped (a
+    placeholder that says so, spec/recovery.md R4) and the torn tail it cut. E.g.
+    ``repaired: placeholder for call c1, step/end, turn/end{interrupted}; stopped orphan
+    group 4242``."""
+    closers = events[kept:]
+    parts = []
+    if closers:
+        parts.append(", ".join(_closer_words(e) for e in closers))
+    for event in closers:
+        if event.type == "tool/result" and event.data["content"].endswith(
+            STOPPED_DURING_RECOVERY_TEXT
+        ):
+            pgid = _pgid_of(events, kept, event.data["callId"])
+            group = "" if pgid is None else f" {pgid}"
+            parts.append(f"stopped orphan group{group} (call {event.data['callId']})")
+    if torn_bytes:
+        lines = f", {plural(dropped_lines, 'uncommitted line')}" if dropped_lines else ""
+        parts.append(f"cut a torn tail of {plural(torn_bytes, 'byte')}{lines}")
+    return "repaired: " + "; ".join(parts) if parts else None
+
+
 async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Session:
     """The session, resumed (cold open: repaired first) or created; store errors become one
     line each (``trio-agent run --help`` lists the exit codes)."""
@@ -185,6 +234,11 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
         file=err,
     )
     kept = before.events - len(before.closers)
+    summary = repair_summary(
+        session.events, kept, torn_bytes=before.torn_bytes, dropped_lines=before.dropped_lines
+    )
+    if summary is not None:
+        print(f"  {summary}", file=err)
     for event in session.events[kept:]:
         print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
     return session
@@ -224,6 +278,9 @@ async def _open_or_create_stored(
         f", {turns}), in {shown}",
         file=err,
     )
+    summary = repair_summary(session.events, kept)
+    if summary is not None:
+        print(f"  {summary}", file=err)
     for event in session.events[kept:]:
         print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
     return session

@@ -19,17 +19,26 @@ from .scan import TornTail
 _RED, _YELLOW, _DIM, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[1m", "\x1b[0m"
 
 
-def _clip(text: str, width: int = 60) -> str:
+def _clip(text: str, width: int | None = 60) -> str:
+    """``text`` on one line (a newline shown as ``⏎``), cut to ``width`` characters with
+    ``…`` (``None``: whole)."""
     text = text.replace("\n", "⏎")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-def _quote(text: str, width: int = 60) -> str:
+def _quote(text: str, width: int | None = 60) -> str:
     return '"' + _clip(text, width) + '"'
 
 
-def describe(event: Event) -> str:
-    """One short line for one event, without indentation (shared with the demo's log pane)."""
+def describe(event: Event, *, full: bool = False) -> str:
+    """One short line for one event, without indentation (shared with the demo's log pane).
+
+    Long texts (messages, tool output and results, error messages) are cut to a few dozen
+    characters; ``full`` prints them whole (still on one line, a newline shown as ``⏎``)."""
+
+    def cut(width: int) -> int | None:
+        return None if full else width
+
     d: Any = event.data
     kind = event.type
     if kind == "turn/start":
@@ -38,20 +47,20 @@ def describe(event: Event) -> str:
         reason = d["reason"]
         text = f"turn/end {d['turn']} {reason['kind'].upper()}"
         if reason["kind"] == "error":
-            text += f" {reason['error']['code']}: {_clip(reason['error']['message'], 40)}"
+            text += f" {reason['error']['code']}: {_clip(reason['error']['message'], cut(40))}"
         if reason["kind"] == "interrupted":
             text += " (written by crash recovery)"
         return text
     if kind in ("step/start", "step/end"):
         return f"{kind} {d['step']}"
     if kind == "agent/inbox/spliced":
-        return _describe_splice(d)
+        return _describe_splice(d, full=full)
     if kind == "user/message":
-        return f"user/message {_quote(d['message']['text'])}"
+        return f"user/message {_quote(d['message']['text'], cut(60))}"
     if kind == "assistant/chunk":
         chunk = d["chunk"]
         if chunk["type"] == "text-delta":
-            return f"assistant/chunk {_quote(chunk['text'], 40)}"
+            return f"assistant/chunk {_quote(chunk['text'], cut(40))}"
         if chunk["type"] == "tool-call":
             return f"assistant/chunk tool-call {chunk['name']} {chunk['id']}"
         if chunk["type"] == "finish":
@@ -61,7 +70,7 @@ def describe(event: Event) -> str:
         parts = []
         for block in d["message"]["content"]:
             if block["type"] == "text":
-                parts.append(_quote(block["text"], 40))
+                parts.append(_quote(block["text"], cut(40)))
             else:
                 parts.append(f"→ {block['name']}#{block['id']}")
         tail = " INTERRUPTED (visible prefix kept)" if d.get("interrupted") else ""
@@ -75,7 +84,7 @@ def describe(event: Event) -> str:
     if kind == "tool/spawned":
         return f"tool/spawned {d['callId']} pgid {d['pgid']}"
     if kind == "tool/output":
-        return f"tool/output {d['callId']} {d['stream']} {_quote(d['text'], 40)}"
+        return f"tool/output {d['callId']} {d['stream']} {_quote(d['text'], cut(40))}"
     if kind == "tool/result":
         error = d.get("error")
         if error is None:
@@ -84,14 +93,14 @@ def describe(event: Event) -> str:
             status = error["code"]
             if status in REPAIR_ONLY_CODES:
                 status += " (placeholder)"
-        return f"tool/result {d['callId']} {status}: {_clip(d['content'], 40)}"
+        return f"tool/result {d['callId']} {status}: {_clip(d['content'], cut(40))}"
     return kind  # pragma: no cover - every v1 type is handled above
 
 
-def _describe_splice(d: Any) -> str:
+def _describe_splice(d: Any, *, full: bool = False) -> str:
     target = d["target"]
     removed = d.get("removedCount", 0)
-    ids = ", ".join(_quote(m["text"], 24) for m in d["inserted"])
+    ids = ", ".join(_quote(m["text"], None if full else 24) for m in d["inserted"])
     if "outcome" in d:
         what = f"DROPPED {removed} queued from {target}"
         return what + (f", re-queued {ids}" if ids else " (never ran)")
@@ -130,8 +139,10 @@ def render_timeline(
     *,
     color: bool = False,
     count: int | None = None,
+    full: bool = False,
 ) -> Iterator[str]:
-    """Yield the lines of the timeline. ``closers`` are shown as what repair would append.
+    """Yield the lines of the timeline. ``closers`` are shown as what repair would append;
+    ``full`` prints long texts whole instead of cutting them (:func:`describe`).
 
     ``events`` may be a one-pass iterable (a file streaming by) when ``count``, the number of
     events it yields, is given; then only a run of streamed chunks is held at a time.
@@ -154,7 +165,8 @@ def render_timeline(
             return
         text = "".join(e.data["chunk"]["text"] for e in run)
         span = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
-        yield "  " * depth + f"[{span}] streamed {len(run)} chunk(s) {_quote(text)}"
+        quoted = _quote(text, None if full else 60)
+        yield "  " * depth + f"[{span}] streamed {len(run)} chunk(s) {quoted}"
         run.clear()
 
     marked = itertools.chain(((False, e) for e in events), ((True, e) for e in closers))
@@ -167,7 +179,7 @@ def render_timeline(
         if event.type in ("turn/end", "step/end"):
             depth = max(0, depth - 1)
         mark = "+" if synthetic else " "
-        line = "  " * depth + f"[{event.seq}]{mark}{describe(event)}"
+        line = "  " * depth + f"[{event.seq}]{mark}{describe(event, full=full)}"
         if synthetic:
             line += "   <- repair would append (not on disk)"
         yield paint(line, _emphasis(event) or (_BOLD if synthetic else None))
