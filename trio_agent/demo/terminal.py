@@ -183,9 +183,11 @@ class Printer:
 
     # -- sections ----------------------------------------------------------------------------
 
-    def intro(self) -> None:
+    def intro(self, keep: Path | None = None) -> None:
         self.rule("trio-agent demo: Esc, kill -9 then restart, truncate", "═")
         self.para(INTRO)
+        if keep is not None:
+            self.para(f"--keep: the sessions stay in the store root {_shown(keep)} afterwards.")
 
     def scenario(self, snap: dict[str, Any]) -> None:
         sc = snap["scenario"]
@@ -400,7 +402,7 @@ async def play(
     kept: list[Kept] | None = None,
 ) -> None:
     printer = Printer(out, color, width)
-    printer.intro()
+    printer.intro(keep)
     for name in names:
         session = None
         if keep is not None:
