@@ -854,7 +854,8 @@ _CODES: dict[str, str] = {
     "show": _FILE_CODES + _STORE_CODE,
     "demo": """\
   0    every scenario ran and its checks passed
-  1    a scenario's check failed (the line says which)""",
+  1    a scenario's check failed (the line says which)
+  2    --keep DIR cannot be created or is not a directory""",
     "run": """\
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
@@ -918,6 +919,19 @@ def _session_id(text: str) -> str:
             f"{text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8"
         ) from None
     return text
+
+
+def _demo_width(text: str) -> int:
+    """``demo --width``: a whole number of columns, at least the narrowest layout."""
+    from .demo.terminal import MIN_WIDTH
+
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of columns") from None
+    if width < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"{width} columns is too narrow (at least {MIN_WIDTH})")
+    return width
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1040,6 +1054,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="which scenario to play (default: all)",
     )
     p.add_argument("--step", action="store_true", help="wait for Enter between steps")
+    p.add_argument(
+        "--width",
+        type=_demo_width,
+        metavar="N",
+        help="lay the output out for N columns (default: the terminal's width; piped, "
+        "$COLUMNS or 100); the panes sit side by side from 100 columns, stacked below",
+    )
+    p.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep each scenario's session in the store root DIR (created if missing) and "
+        "print the log paths, for `trio-agent show` and `trio-agent check`",
+    )
     p.set_defaults(run=cmd_demo)
 
     store_help = (

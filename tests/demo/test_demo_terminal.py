@@ -1,4 +1,5 @@
-"""``trio-agent demo all`` in a non-TTY: stable, complete, plain, and it cleans up after itself.
+"""``trio-agent demo all`` in a non-TTY: stable, complete, plain, and it cleans up after itself;
+laid out for the width it is given (or the terminal's), and keeping its sessions on request.
 
 The golden file holds the *structure* of the output: section headers, captions, the event
 types of the log pane in order, the truncate report's lines and the checks, with every number
@@ -9,16 +10,25 @@ an intended change, and review the diff.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
+import pytest
 from demo_helpers import HANG_GUARD, REPO, child_env
 
 from trio_agent.demo.scenarios import SCENARIOS
-from trio_agent.demo.terminal import LEFT, WIDTH
+from trio_agent.demo.terminal import Layout, display_width
+
+WIDTH = 100
+LEFT = Layout(WIDTH).left
 
 GOLDEN = Path(__file__).with_name("golden") / "demo-all.txt"
 _EVENT = re.compile(r"^\[(\d+(?:-\d+)?)\]([+ ])(\S+)")
@@ -85,35 +95,68 @@ def structure(output: str) -> list[str]:
     return records
 
 
-def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
+def _env(**extra: str) -> dict[str, str]:
+    """The child's environment: plain output, no inherited COLUMNS unless given."""
+    env = child_env()
+    env.pop("COLUMNS", None)
+    env["NO_COLOR"] = ""
+    env.update(extra)
+    return env
+
+
+def run_demo(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "trio_agent", "demo", *args],
         capture_output=True,
         text=True,
         timeout=HANG_GUARD * 3,
-        env={**child_env(), "NO_COLOR": ""},
-        cwd=REPO,
+        env=_env() if env is None else env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
     )
 
 
+def assert_complete(out: str) -> None:
+    """Every scenario, every step and every caption is there, in order, in any layout."""
+    words = " ".join(out.split())
+    position = 0
+    for scenario in SCENARIOS.values():
+        position = words.index(f"Scenario: {scenario.title}", position)
+        for n, step in enumerate(scenario.steps, start=1):
+            position = words.index(f"Step {n}/{len(scenario.steps)} · {step.label}", position)
+            first_words = " ".join(step.caption.split()[:8])
+            assert first_words in words[position:]
+    assert "every worker and tool process was stopped." in words
+
+
+def assert_fits(out: str, width: int) -> None:
+    too_wide = [line for line in out.splitlines() if display_width(line) > width]
+    assert not too_wide, f"wider than {width} columns: {too_wide[:3]}"
+
+
+def side_by_side(out: str) -> bool:
+    """True for the two-column layout, False for the stacked one (asserted consistent)."""
+    lines = out.splitlines()
+    beside = [line for line in lines if line.rstrip().endswith(" │ RUNTIME")]
+    stacked = [line for line in lines if line.strip() == "RUNTIME"]
+    assert bool(beside) != bool(stacked), "both layouts, or neither"
+    if stacked:
+        assert not any(" │ " in line for line in lines)
+    return bool(beside)
+
+
 def test_demo_all_non_tty_is_stable_and_complete() -> None:
-    done = run_demo("all")
+    done = run_demo("all", "--width", str(WIDTH))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     out = done.stdout
     assert "\x1b" not in out  # no colours, no cursor movement, when not on a terminal
     assert "\r" not in out
-    assert all(len(line) <= WIDTH for line in out.splitlines()), "wider than 100 columns"
-
-    # Every scenario, every step and every caption is there, in order.
-    position = 0
-    for scenario in SCENARIOS.values():
-        position = out.index(f"Scenario: {scenario.title}", position)
-        for n, step in enumerate(scenario.steps, start=1):
-            position = out.index(f"Step {n}/{len(scenario.steps)} · {step.label}", position)
-            first_words = " ".join(step.caption.split()[:8])
-            assert first_words in " ".join(out[position:].split())
+    assert_fits(out, WIDTH)
+    assert side_by_side(out)
+    assert_complete(out)
     assert out.rstrip().endswith("every worker and tool process was stopped.")
 
     got = structure(out)
@@ -125,7 +168,7 @@ def test_demo_all_non_tty_is_stable_and_complete() -> None:
 
 
 def test_demo_runtime_pane_shows_the_runtime_story() -> None:
-    done = run_demo("esc")
+    done = run_demo("esc", "--width", str(WIDTH))
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if _pane_row(line)]
     right = "\n".join(line[2 + LEFT + 3 :] for line in rows)
@@ -145,3 +188,122 @@ def test_demo_rejects_unknown_scenario() -> None:
     done = run_demo("nope")
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
+
+
+@pytest.mark.parametrize(("width", "beside"), [(80, False), (120, True), (60, False)])
+def test_demo_all_fits_the_width(width: int, beside: bool) -> None:
+    done = run_demo("all", "--width", str(width))
+    assert done.returncode == 0, done.stderr  # every scenario's checks passed
+    assert done.stderr == ""
+    assert_fits(done.stdout, width)
+    assert side_by_side(done.stdout) is beside
+    assert_complete(done.stdout)
+    assert "checks:" in done.stdout
+
+
+def test_demo_piped_uses_columns() -> None:
+    done = run_demo("esc", env=_env(COLUMNS="70"))
+    assert done.returncode == 0, done.stderr
+    assert_fits(done.stdout, 70)
+    assert not side_by_side(done.stdout)
+
+
+def _winsize(fd: int, columns: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+
+
+def test_demo_on_a_terminal_uses_its_width() -> None:
+    """On a real pseudo-terminal, no --width and no COLUMNS: the window's size, in colour."""
+    master, slave = pty.openpty()
+    _winsize(slave, 90)
+    env = child_env()
+    for name in ("COLUMNS", "LINES", "NO_COLOR"):
+        env.pop(name, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trio_agent", "demo", "esc"],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError as exc:  # EIO: every writer of the terminal is gone
+                if exc.errno != errno.EIO:
+                    raise
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+        code = proc.wait(timeout=HANG_GUARD)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert code == 0, stderr
+    out = b"".join(chunks).decode()
+    assert "\x1b[" in out  # colour on a terminal: the width must ignore the escapes
+    assert_fits(out, 90)
+    assert not side_by_side(re.sub(r"\x1b\[[0-9;]*m", "", out))
+
+
+def test_demo_rejects_a_width_too_narrow() -> None:
+    done = run_demo("esc", "--width", "10")
+    assert done.returncode == 2
+    assert "too narrow" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _kept_paths(out: str) -> list[Path]:
+    tail = out[out.index("Sessions kept in the store root") :]
+    return [Path(line.strip()) for line in tail.splitlines() if line.endswith("session.jsonl")]
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trio_agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD,
+        env=_env(),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_demo_keep_leaves_checkable_sessions(tmp_path: Path) -> None:
+    done = run_demo("all", "--width", "80", "--keep", "kept", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_fits(done.stdout, 80)
+    assert "trio-agent show PATH" in done.stdout and "trio-agent check PATH" in done.stdout
+    paths = _kept_paths(done.stdout)
+    assert [p.parent.name for p in paths] == list(SCENARIOS)  # one store root, one id each
+    assert {p.parent.parent for p in paths} == {Path("kept")}
+    for path in paths:
+        assert (tmp_path / path).is_file()
+        # Balanced: every turn ended; for kill and truncate that is the repaired log.
+        checked = _cli("check", "--balanced", str(path), cwd=tmp_path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        shown = _cli("show", str(path), cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+    kill = (tmp_path / paths[1]).read_text(encoding="utf-8")
+    assert "TOOL_OUTCOME_UNKNOWN" in kill and '"interrupted"' in kill
+
+    # A second run keeps its sessions beside the first ones, under fresh ids.
+    again = run_demo("esc", "--width", "80", "--keep", "kept", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert [p.parent.name for p in _kept_paths(again.stdout)] == ["esc-2"]
+
+
+def test_demo_keep_refuses_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    done = run_demo("esc", "--keep", "f", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("trio-agent demo: --keep f:")
+    assert len(done.stderr.splitlines()) == 1

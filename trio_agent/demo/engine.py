@@ -259,12 +259,22 @@ class RuntimeState:
 class Run:
     """One scenario run (see the module docstring). Make it with :func:`open_run`."""
 
-    def __init__(self, nursery: trio.Nursery, directory: Path) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        directory: Path,
+        *,
+        root: Path | None = None,
+        session_id: str = SESSION_ID,
+    ) -> None:
         self._nursery = nursery
         self.dir = directory
-        self.root = directory / "sessions"
+        #: The store root: inside ``directory`` (removed at teardown) unless the caller keeps
+        #: the session in a root of its own (``trio-agent demo --keep DIR``).
+        self.root = directory / "sessions" if root is None else root
+        self.session_id = session_id
         self.workdir = directory / "work"
-        self.log_path = self.root / escape_id(SESSION_ID) / LOG_NAME
+        self.log_path = self.root / escape_id(session_id) / LOG_NAME
         self.header: Header | None = None
         self.events: list[Event] = []
         self._offset = 0
@@ -323,7 +333,7 @@ class Run:
     # -- setup / teardown ------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        self.root.mkdir(parents=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         self.workdir.mkdir()
         script = self.workdir / "run-tests.sh"
         script.write_text(RUN_TESTS_SH, encoding="utf-8")
@@ -378,7 +388,7 @@ class Run:
             "--root",
             str(self.root),
             "--session",
-            SESSION_ID,
+            self.session_id,
             "--mode",
             mode,
             "--workdir",
@@ -637,7 +647,7 @@ class Run:
         scan = scan_log(before, strict=False)
         report = truncate_open_turn(scan.events)
         async with JsonlStore(self.root, reap_orphans=None) as store:
-            inspected = await store.inspect(SESSION_ID)
+            inspected = await store.inspect(self.session_id)
         closers = inspected[len(scan.events) :]
         if [e.type for e in closers] != [e.type for e in closers_for(scan.checker, scan.last_time)]:
             raise DemoError("store.inspect and the pure core disagree about the closers")
@@ -730,11 +740,15 @@ def _open_turn(events: Sequence[Event]) -> int | None:
 
 
 @contextlib.asynccontextmanager
-async def open_run() -> AsyncIterator[Run]:
-    """A fresh run in its own temporary directory, torn down (bounded) on exit."""
+async def open_run(*, root: Path | None = None, session_id: str = SESSION_ID) -> AsyncIterator[Run]:
+    """A fresh run in its own temporary directory, torn down (bounded) on exit.
+
+    With ``root`` the session lives in that store root instead and stays there after the
+    run (the work directory and the worker's stderr are still removed).
+    """
     directory = Path(tempfile.mkdtemp(prefix="trio-agent-demo-"))
     async with trio.open_nursery() as nursery:
-        run = Run(nursery, directory)
+        run = Run(nursery, directory, root=root, session_id=session_id)
         try:
             run._prepare()
             nursery.start_soon(run._poller)

@@ -1,29 +1,46 @@
-"""``trio-agent demo``: the scenarios in a terminal, log on the left, runtime on the right.
+"""``trio-agent demo``: the scenarios in a terminal, log beside (or above) the runtime.
 
 After every step one snapshot is printed: the step's caption, the log lines that became
-durable during the step (left) beside the runtime state (right), and what the step measured.
-It fits 100 columns. Colours are used only on a terminal (and never with ``NO_COLOR``); the
-output is otherwise plain lines, so a CI log shows the same thing.
+durable during the step beside the runtime state, and what the step measured. The output
+fits the terminal's width (``--width N`` sets it; piped, ``COLUMNS`` or 100): at
+:data:`SIDE_BY_SIDE` columns or more the two panes sit side by side, below that they are
+stacked, the log above the runtime, each under its heading. No line is wider than the width:
+prose wraps at word boundaries, and only what cannot wrap (a log record, one line per event)
+is cut with an ellipsis. Colours are used only on a terminal (and never with ``NO_COLOR``);
+the output is otherwise plain lines, so a CI log shows the same thing.
+
+With ``--keep DIR`` each scenario's session stays in the store root DIR (session ids ``esc``,
+``kill``, ``truncate``, or ``esc-2`` and so on when taken) and the log paths are printed at
+the end, for ``trio-agent show`` and ``trio-agent check``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
 import signal
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Final, TextIO
 
+import attrs
 import trio
 
+from ..store import escape_id
 from .engine import DemoError, Driver, open_run
 from .scenarios import SCENARIOS
 
-WIDTH: Final = 100
-LEFT: Final = 57
-RIGHT: Final = WIDTH - 2 - LEFT - 3
+#: The width when none is known (piped without ``COLUMNS``).
+DEFAULT_WIDTH: Final = 100
+#: From this width up the panes sit side by side; below it they are stacked.
+SIDE_BY_SIDE: Final = 100
+#: The narrowest layout; a narrower terminal gets this width (``--width`` refuses less).
+MIN_WIDTH: Final = 40
 
 _RESET: Final = "\x1b[0m"
 _TONES: Final = {
@@ -39,27 +56,110 @@ _TONES: Final = {
     "boundary": "\x1b[1m",
     "head": "\x1b[1m",
 }
+_ANSI: Final = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 INTRO: Final = (
     "A real agent (scripted model, real bash subprocess) on a real JSONL session in a "
-    "temporary directory. Left: the lines of session.jsonl that are durable, read back from "
-    "the file. Right: the runtime state the worker process reports, and what /proc says "
-    "about the tool's process group. Lines marked + were appended by crash recovery."
+    "temporary directory. The log pane: the lines of session.jsonl that are durable, read "
+    "back from the file. The runtime pane: the state the worker process reports, and what "
+    "/proc says about the tool's process group. Lines marked + were appended by crash "
+    "recovery."
 )
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+# -- display width ---------------------------------------------------------------------------
 
 
-def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent) or [""]
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or char in "\u200b\u200d":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: ANSI escapes take none, wide characters two."""
+    return sum(_char_width(c) for c in _ANSI.sub("", text))
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns, the cut marked with an ellipsis (plain text only)."""
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        w = _char_width(char)
+        if used + w > width - 1:
+            break
+        kept.append(char)
+        used += w
+    return "".join(kept) + "…"
+
+
+def pad(text: str, width: int) -> str:
+    return text + " " * max(0, width - display_width(text))
+
+
+def wrap(text: str, width: int, indent: str = "", subsequent: str | None = None) -> list[str]:
+    """Wrap at word boundaries; a single word wider than the line is cut with an ellipsis."""
+    lines = textwrap.wrap(
+        text,
+        width,
+        initial_indent=indent,
+        subsequent_indent=indent if subsequent is None else subsequent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [clip(line, width) for line in lines] or [""]
+
+
+@attrs.frozen
+class Layout:
+    """Where things go at a given width: two columns side by side, or one pane per block."""
+
+    width: int
+
+    @property
+    def side_by_side(self) -> bool:
+        return self.width >= SIDE_BY_SIDE
+
+    @property
+    def left(self) -> int:
+        """The log column: from column 2; in a side-by-side row " │ " follows it."""
+        return (self.width - 5) * 3 // 5 if self.side_by_side else self.width - 4
+
+    @property
+    def right(self) -> int:
+        """The runtime column."""
+        return self.width - 5 - self.left if self.side_by_side else self.width - 4
+
+
+def terminal_width(out: TextIO, requested: int | None) -> int:
+    """``--width`` if given; the terminal's width on a tty; else ``COLUMNS``, else 100."""
+    if requested is not None:
+        return requested
+    if out.isatty():
+        width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    else:
+        try:
+            width = int(os.environ.get("COLUMNS", ""))
+        except ValueError:
+            width = DEFAULT_WIDTH
+        if width <= 0:
+            width = DEFAULT_WIDTH
+    return max(MIN_WIDTH, width)
+
+
+#: A log pane row: its text, its colour, and whether it is prose that may wrap (an event
+#: row is one record, one line, cut with an ellipsis when too wide).
+Row = tuple[str, str | None, bool]
 
 
 class Printer:
-    def __init__(self, out: TextIO, color: bool) -> None:
+    def __init__(self, out: TextIO, color: bool, width: int = DEFAULT_WIDTH) -> None:
         self.out = out
         self.color = color
+        self.layout = Layout(width)
+        self.width = width
         self.shown = 0  # log events already printed in this scenario
         self.cut_shown = False
         self.contrast_shown = False
@@ -72,36 +172,41 @@ class Printer:
     def line(self, text: str = "") -> None:
         self.out.write(text + "\n")
 
+    def para(self, text: str, indent: str = "  ") -> None:
+        for part in wrap(text, self.width, indent):
+            self.line(part)
+
     def rule(self, title: str, char: str) -> None:
-        self.line(self.paint(f"{char * 3} {title} ".ljust(WIDTH, char), "head"))
+        title = clip(title, self.width - 5)
+        head = f"{char * 3} {title} "
+        self.line(self.paint(head + char * (self.width - display_width(head)), "head"))
 
     # -- sections ----------------------------------------------------------------------------
 
-    def intro(self) -> None:
+    def intro(self, keep: Path | None = None) -> None:
         self.rule("trio-agent demo: Esc, kill -9 then restart, truncate", "═")
-        for text in _wrap(INTRO, WIDTH - 2, "  "):
-            self.line(text)
+        self.para(INTRO)
+        if keep is not None:
+            self.para(f"--keep: the sessions stay in the store root {_shown(keep)} afterwards.")
 
     def scenario(self, snap: dict[str, Any]) -> None:
         sc = snap["scenario"]
         self.line()
         self.rule(f"Scenario: {sc['title']}", "━")
-        for text in _wrap(sc["summary"], WIDTH - 2, "  "):
-            self.line(text)
+        self.para(sc["summary"])
         self.shown = 0
         self.cut_shown = False
         self.contrast_shown = False
         self.facts_shown = 0
         self.line()
-        self.line("  Setup: a new session and an idle agent.")
+        self.para("Setup: a new session and an idle agent.")
         self.panes(snap, title="LOG (session.jsonl)")
 
     def step(self, snap: dict[str, Any], index: int) -> None:
         step = snap["steps"][index]
         self.line()
         self.rule(f"Step {index + 1}/{len(snap['steps'])} · {step['label']}", "─")
-        for text in _wrap(step["caption"], WIDTH - 2, "  "):
-            self.line(text)
+        self.para(step["caption"])
         self.line()
         self.panes(snap, title="LOG · new durable lines")
         facts = snap["facts"][self.facts_shown :]
@@ -110,36 +215,58 @@ class Printer:
             self.line()
             self.line("  checks:")
             for fact in facts:
-                for i, text in enumerate(_wrap(fact["text"], WIDTH - 6)):
+                parts = wrap(fact["text"], self.width - 5)
+                for i, text in enumerate(parts):
                     mark = "✓ " if i == 0 else "  "
                     self.line("   " + self.paint(mark + text, fact["tone"]))
 
     # -- the two panes -------------------------------------------------------------------------
 
+    def _cells(self, rows: Sequence[Row], width: int) -> list[tuple[str, str | None]]:
+        """The log pane's rows fitted to ``width``: prose wrapped, records cut."""
+        cells: list[tuple[str, str | None]] = []
+        for text, tone, prose in rows:
+            if not prose:
+                cells.append((clip(text, width), tone))
+                continue
+            lead = " " * (len(text) - len(text.lstrip(" ")))
+            for part in wrap(text.lstrip(" "), width, lead, lead + "  "):
+                cells.append((part, tone))
+        return cells
+
     def panes(self, snap: dict[str, Any], *, title: str) -> None:
-        left = list(self.log_lines(snap))
-        right = list(runtime_lines(snap["runtime"]))
-        self.line(
-            "  " + self.paint(title.ljust(LEFT), "head") + " │ " + self.paint("RUNTIME", "head")
-        )
+        layout = self.layout
+        left = self._cells(list(self.log_lines(snap)), layout.left)
+        right = list(runtime_lines(snap["runtime"], layout.right))
+        if not layout.side_by_side:
+            self.line("  " + self.paint(clip(title, layout.left + 2), "head"))
+            for text, tone in left:
+                self.line("    " + self.paint(text, tone))
+            self.line("  " + self.paint("RUNTIME", "head"))
+            for text in right:
+                self.line(("    " + text).rstrip())
+            return
+        heading = pad(clip(title, layout.left), layout.left)
+        self.line("  " + self.paint(heading, "head") + " │ " + self.paint("RUNTIME", "head"))
         for i in range(max(len(left), len(right))):
             text, tone = left[i] if i < len(left) else ("", None)
             right_text = right[i] if i < len(right) else ""
-            cell = self.paint(_clip(text, LEFT).ljust(LEFT), tone)
+            cell = self.paint(pad(text, layout.left), tone)
             self.line(("  " + cell + " │ " + right_text).rstrip())
 
-    def log_lines(self, snap: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+    def log_lines(self, snap: dict[str, Any]) -> Iterator[Row]:
         log = snap["log"]
         items = log["items"]
         new = items[self.shown :]
         self.shown = len(items)
         contrast = snap.get("contrast")
         if not new and contrast is None and (log["cutAfter"] is None or self.cut_shown):
-            yield ("(nothing new)" if items else "(only the session header)", "chunk")
-        yield from _fold(new)
+            yield ("(nothing new)" if items else "(only the session header)", "chunk", True)
+        for text, tone in _fold(new):
+            yield (text, tone, False)
         if log["cutAfter"] is not None and not self.cut_shown:
             self.cut_shown = True
-            yield ("✂ the worker died here: nothing after this line", "aborted")
+            yield ("✂ the worker died here: nothing after this line", "aborted", True)
         if contrast is not None and not self.contrast_shown:
             self.contrast_shown = True
             yield from contrast_lines(contrast)
@@ -166,31 +293,32 @@ def _fold(items: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:
     yield from flush()
 
 
-def contrast_lines(contrast: dict[str, Any]) -> Iterator[tuple[str, str | None]]:
+def contrast_lines(contrast: dict[str, Any]) -> Iterator[Row]:
     t = contrast["truncate"]
-    yield ("TRUNCATION would (a report; nothing is written):", "aborted")
-    yield (f"  keep {t['keptEvents']} event(s), drop {t['droppedEvents']}:", "aborted")
+    yield ("TRUNCATION would (a report; nothing is written):", "aborted", True)
+    yield (f"  keep {t['keptEvents']} event(s), drop {t['droppedEvents']}:", "aborted", True)
     for kind, count in t["droppedByType"].items():
-        yield (f"    {count} × {kind}", None)
-    yield (f"  lose {t['streamedChars']} chars of streamed text", "aborted")
-    yield (f"  lose {t['toolOutputBytes']} bytes of tool output", "aborted")
-    yield (f"  forget dispatched call(s): {', '.join(t['dispatchedCalls'])}", "aborted")
+        yield (f"    {count} × {kind}", None, True)
+    yield (f"  lose {t['streamedChars']} chars of streamed text", "aborted", True)
+    yield (f"  lose {t['toolOutputBytes']} bytes of tool output", "aborted", True)
+    calls = ", ".join(t["dispatchedCalls"])
+    yield (f"  forget dispatched call(s): {calls}", "aborted", True)
     for spawned in contrast["spawned"]:
-        yield (f"  forget running process group {spawned['pgid']}", "aborted")
-    yield (f"  re-queue {t['reclaimedMessages']} claimed message(s)", "dropped")
+        yield (f"  forget running process group {spawned['pgid']}", "aborted", True)
+    yield (f"  re-queue {t['reclaimedMessages']} claimed message(s)", "dropped", True)
     c = contrast["complete"]
-    yield ("COMPLETION (what a cold open does):", "completed")
+    yield ("COMPLETION (what a cold open does):", "completed", True)
     kept = f"  keep all {c['keptEvents']} events, delete {c['deletedEvents']}, append:"
-    yield (kept, "completed")
+    yield (kept, "completed", True)
     for item in c["closers"]:
-        yield (f"  [{item['seq']}]+{item['text']}", item["tone"])
+        yield (f"  [{item['seq']}]+{item['text']}", item["tone"], False)
 
 
-def runtime_lines(rt: dict[str, Any]) -> Iterator[str]:
-    """The right pane: one labelled field per line, wrapped to fit."""
+def runtime_lines(rt: dict[str, Any], width: int) -> Iterator[str]:
+    """The runtime pane: one labelled field per line, wrapped to ``width`` columns."""
 
     def field(name: str, text: str) -> Iterator[str]:
-        parts = _wrap(text, RIGHT - 10)
+        parts = wrap(text, width - 10)
         yield f"{name:<9} {parts[0]}"
         for part in parts[1:]:
             yield " " * 10 + part
@@ -205,7 +333,7 @@ def runtime_lines(rt: dict[str, Any]) -> Iterator[str]:
         label = f"#{c['n']}" + (f" turn {c['turn']}" if c["turn"] else " (made at wake)")
         yield from field("ctrl", label)
         for state in c["states"]:
-            for i, part in enumerate(_wrap(state, RIGHT - 12)):
+            for i, part in enumerate(wrap(state, width - 12)):
                 yield " " * 10 + ("· " if i == 0 else "  ") + part
     inbox = rt["inbox"]
     queued = [f'next-turn "{t}"' for t in inbox["next_turn"]]
@@ -236,28 +364,71 @@ def runtime_lines(rt: dict[str, Any]) -> Iterator[str]:
         yield from field("note", note)
 
 
-async def _ask(out: TextIO) -> bool:
+async def _ask(out: TextIO, width: int) -> bool:
     """Wait for Enter (``--step``); False when the user typed q or input ended."""
-    out.write("  [Enter] next step, q then Enter to stop: ")
+    prompt = "  [Enter] next step, q then Enter to stop: "
+    out.write(prompt if len(prompt) <= width else "  [Enter] next, q stop: ")
     out.flush()
     line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
     return bool(line) and line.strip().lower() != "q"
 
 
-async def play(names: Sequence[str], out: TextIO, *, step: bool, color: bool) -> None:
-    printer = Printer(out, color)
-    printer.intro()
+@attrs.frozen
+class Kept:
+    """A session ``--keep`` keeps: its id in the store root and its log file."""
+
+    scenario: str
+    session_id: str
+    log_path: Path
+
+
+def fresh_session_id(root: Path, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``... : the first id with no session under ``root``."""
+    candidate, n = name, 1
+    while (root / escape_id(candidate)).exists():
+        n += 1
+        candidate = f"{name}-{n}"
+    return candidate
+
+
+async def play(
+    names: Sequence[str],
+    out: TextIO,
+    *,
+    step: bool,
+    color: bool,
+    width: int = DEFAULT_WIDTH,
+    keep: Path | None = None,
+    kept: list[Kept] | None = None,
+) -> None:
+    printer = Printer(out, color, width)
+    printer.intro(keep)
     for name in names:
-        if not await _play_one(name, printer, step=step):
+        session = None
+        if keep is not None:
+            session = Kept(name, fresh_session_id(keep, name), Path())
+        if not await _play_one(name, printer, step=step, keep=keep, session=session, kept=kept):
             return
-    out.write("\nAll scenarios done; every worker and tool process was stopped.\n")
+    printer.line()
+    printer.para("All scenarios done; every worker and tool process was stopped.", "")
 
 
-async def _play_one(name: str, printer: Printer, *, step: bool) -> bool:
+async def _play_one(
+    name: str,
+    printer: Printer,
+    *,
+    step: bool,
+    keep: Path | None,
+    session: Kept | None,
+    kept: list[Kept] | None,
+) -> bool:
     """Play one scenario in its own run; False if the user stopped (``--step``, q)."""
     printed: list[int] = []
     failed: list[DemoError] = []
-    async with open_run() as run:
+    opened = open_run() if session is None else open_run(root=keep, session_id=session.session_id)
+    async with opened as run:
+        if session is not None and kept is not None:
+            kept.append(attrs.evolve(session, log_path=run.log_path))
         driver = Driver(SCENARIOS[name], run, dwell=0)
 
         async def on_step(index: int) -> None:
@@ -279,7 +450,7 @@ async def _play_one(name: str, printer: Printer, *, step: bool) -> bool:
             await run.wait_until(lambda: driver.ready, "the scenario to be set up")
             printer.scenario(driver.snapshot())
             for index in range(len(driver.scenario.steps)):
-                if step and not await _ask(printer.out):
+                if step and not await _ask(printer.out, printer.width):
                     nursery.cancel_scope.cancel()
                     return False
                 driver.step()
@@ -294,9 +465,47 @@ async def _play_one(name: str, printer: Printer, *, step: bool) -> bool:
     return True
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is inside it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def print_kept(kept: Sequence[Kept], root: Path, out: TextIO, width: int) -> None:
+    """Where the kept sessions are, and how to look at them.
+
+    A path is printed whole on a line of its own even when it is wider than the terminal:
+    cut, it would name no file.
+    """
+    present = [k for k in kept if k.log_path.exists()]
+    if not present:
+        return
+    ids = ", ".join(k.session_id for k in present)
+    out.write("\n")
+    for text in wrap(f"Sessions kept in the store root {_shown(root)} (ids {ids}):", width):
+        out.write(text + "\n")
+    for k in present:
+        out.write(f"  {_shown(k.log_path)}\n")
+    hint = "Read one with `trio-agent show PATH`; check it with `trio-agent check PATH`."
+    for text in wrap(hint, width):
+        out.write(text + "\n")
+
+
 def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     color = out.isatty() and "NO_COLOR" not in os.environ
+    width = terminal_width(out, getattr(args, "width", None))
+    keep: Path | None = None
+    if getattr(args, "keep", None) is not None:
+        keep = Path(args.keep).resolve()
+        try:
+            keep.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"trio-agent demo: --keep {args.keep}: {exc.strerror or exc}", file=err)
+            return 2
+    kept: list[Kept] = []
     interrupted = False
 
     async def main() -> None:
@@ -314,16 +523,21 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         return
 
                 nursery.start_soon(watch)
-                await play(names, out, step=args.step, color=color)
+                await play(
+                    names, out, step=args.step, color=color, width=width, keep=keep, kept=kept
+                )
                 nursery.cancel_scope.cancel()
 
     try:
         trio.run(main)
     except DemoError as exc:
+        if keep is not None:
+            print_kept(kept, keep, out, width)
         out.flush()
         print(f"trio-agent demo: {exc}", file=err)
         return 1
     if interrupted:
         out.write("\ninterrupted; every worker and tool process was stopped.\n")
-        return 130
-    return 0
+    if keep is not None:
+        print_kept(kept, keep, out, width)
+    return 130 if interrupted else 0
