@@ -74,3 +74,39 @@ def test_quick_start_runs_and_its_log_passes_check(tmp_path: Path) -> None:
     check = run_python(tmp_path, "-m", "trio_agent", "check", "--balanced", str(log))
     assert check.returncode == 0, check.stderr
     assert check.stderr == ""
+
+
+GLOSSARY = ROOT / "docs" / "glossary.md"
+TERMS = (
+    "Splice",
+    "Claim",
+    "next-turn / next-step",
+    "Cold open",
+    "Checkpoint",
+    "Dispatch marker",
+    "Placeholder",
+    "Tick",
+)
+
+
+def links(path: Path) -> list[str]:
+    """The relative targets of the Markdown links in ``path`` (no URLs, no anchors)."""
+    found = re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8"))
+    return [t.split("#")[0] for t in found if "://" not in t and not t.startswith("#")]
+
+
+def test_glossary_is_linked_and_its_links_resolve() -> None:
+    assert "docs/glossary.md" in links(ROOT / "README.md")
+    assert "glossary.md" in links(ROOT / "docs" / "demo.md")
+    for doc in (ROOT / "README.md", GLOSSARY, ROOT / "docs" / "demo.md"):
+        for target in links(doc):
+            assert (doc.parent / target).exists(), f"{doc.name}: broken link {target}"
+
+
+def test_glossary_defines_each_term_and_points_to_the_spec() -> None:
+    text = GLOSSARY.read_text(encoding="utf-8")
+    entries = dict(re.findall(r"^\*\*(.+?)\.\*\* (.*?)(?=\n\n|\Z)", text, re.MULTILINE | re.DOTALL))
+    for term in TERMS:
+        assert term in entries, f"the glossary has no entry {term!r}"
+        assert "../spec/" in entries[term], f"{term!r} does not point to the spec"
+    assert "DeepSeek Harness" in entries["DSH"]

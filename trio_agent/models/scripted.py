@@ -1,7 +1,7 @@
-"""``ScriptedModel``: the deterministic model the demo and the tests run (spec/cancel.md §Script).
+"""``ScriptedModel``: the deterministic model the demo and the tests run.
 
-The script format is documented on :class:`ScriptedModel` (so ``help(ScriptedModel)`` shows
-it).
+The script format is documented on :class:`ScriptedModel`, so ``help(ScriptedModel)`` shows
+it; spec/cancel.md §The scripted model is the normative statement.
 """
 
 from __future__ import annotations
