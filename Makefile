@@ -1,16 +1,30 @@
 # Every target bootstraps .venv from pyproject.toml + constraints.txt on first use.
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# Two stamps: demo, serve and screenshot need only the package and its runtime dependencies
+# (RUN_STAMP, `pip install -e .`); lint, test, bench, torture and fuzz also need the lint and
+# test tools (STAMP, `pip install -e '.[dev]'`, which satisfies RUN_STAMP too).
+PYTHON    ?= python3
+VENV      := .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+PIP       := PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: test lint demo bench bench-big torture fuzz serve screenshot clean
 
-$(STAMP): pyproject.toml constraints.txt
+define make_venv
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+endef
+
+$(RUN_STAMP): pyproject.toml constraints.txt
+	$(make_venv)
+	$(PIP) -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(make_venv)
+	$(PIP) -e '.[dev]'
+	touch $(RUN_STAMP) $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench scripts
@@ -21,13 +35,13 @@ test: lint
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m pytest -q -p no:cacheprovider
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(VENV)/bin/trio-agent demo all
 
-serve: $(STAMP)
+serve: $(RUN_STAMP)
 	$(VENV)/bin/trio-agent serve
 
-screenshot: $(STAMP)
+screenshot: $(RUN_STAMP)
 	bash scripts/ensure-chromium.sh
 	$(PY) scripts/demo-screenshot.py
 

@@ -17,13 +17,17 @@ if TYPE_CHECKING:
     from .log import (
         ConsumedWork,
         Event,
+        Header,
         LogChecker,
         LogViolation,
+        Scan,
         TruncateReport,
         fold_consumed_work,
         repair_closers,
+        scan_log,
         truncate_open_turn,
     )
+    from .log.render import render_timeline
     from .models import Model, ModelError, ModelRequest, ScriptedModel
     from .runtime import (
         Agent,
@@ -74,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "ConsumedWork": ".log",
     "EchoTool": ".tools.builtin",
     "Event": ".log",
+    "Header": ".log",
     "Hooks": ".runtime",
     "InboxDropped": ".runtime",
     "JsonlStore": ".store",
@@ -86,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "Reject": ".runtime",
     "RepairReport": ".store",
     "RuntimeEvent": ".runtime",
+    "Scan": ".log",
     "ScriptedModel": ".models",
     "Session": ".store",
     "SessionCorrupt": ".store",
@@ -111,8 +117,10 @@ _EXPORTS: dict[str, str] = {
     "fold_consumed_work": ".log",
     "new_message": ".runtime",
     "open_agent": ".runtime",
+    "render_timeline": ".log.render",
     "repair_closers": ".log",
     "repair_file": ".store",
+    "scan_log": ".log",
     "truncate_open_turn": ".log",
 }
 
@@ -140,6 +148,7 @@ __all__ = [
     "ConsumedWork",
     "EchoTool",
     "Event",
+    "Header",
     "Hooks",
     "InboxDropped",
     "JsonlStore",
@@ -152,6 +161,7 @@ __all__ = [
     "Reject",
     "RepairReport",
     "RuntimeEvent",
+    "Scan",
     "ScriptedModel",
     "Session",
     "SessionCorrupt",
@@ -177,7 +187,9 @@ __all__ = [
     "fold_consumed_work",
     "new_message",
     "open_agent",
+    "render_timeline",
     "repair_closers",
     "repair_file",
+    "scan_log",
     "truncate_open_turn",
 ]

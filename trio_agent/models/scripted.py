@@ -1,26 +1,7 @@
-"""``ScriptedModel``: the deterministic model the demo and the tests run (spec/cancel.md §Script).
+"""``ScriptedModel``: the deterministic model the demo and the tests run.
 
-The script is plain JSON-able data so that ports can share it: a list with one entry per
-model call (one step), each an object with these keys, all optional:
-
-``text`` (str)
-    streamed as ``text-delta`` chunks, split after each word: every chunk is a run of
-    non-space characters together with the whitespace around it (``re.findall(r"\\s*\\S+\\s*")``);
-    whitespace-only text is one chunk.
-``tool_calls`` (list of ``{"name": str, "arguments": object, "id"?: str}``)
-    streamed after the text, one ``tool-call`` chunk each. Without ``id`` the call id is
-    ``call-<turn>-<step>-<n>`` (n from 1), unique in the log because turn and step are.
-``finish`` (``"stop"`` or ``"max-tokens"``)
-    the finish reason; by default ``"tool-calls"`` when there are tool calls, else ``"stop"``.
-``error`` (``{"code": str, "message": str}``)
-    after the text, finish with ``{"type": "finish", "reason": "error", "error": ...}``
-    instead (no tool calls are streamed); the turn ends ``error``.
-``chunk_delay`` (number >= 0, seconds)
-    ``trio.sleep(chunk_delay)`` before every chunk, the finish included. 0 is still a
-    checkpoint, so a cancel is honoured between any two chunks. Entries without it use the
-    model's ``chunk_delay`` argument (default 0).
-
-When the script runs out, every further call answers ``{"text": final_text}``.
+The script format is documented on :class:`ScriptedModel`, so ``help(ScriptedModel)`` shows
+it; spec/cancel.md §The scripted model is the normative statement.
 """
 
 from __future__ import annotations
@@ -42,7 +23,7 @@ _WORD: Final = re.compile(r"\s*\S+\s*")
 
 
 def split_text(text: str) -> list[str]:
-    """The text-delta pieces of ``text`` (see the module docstring); ``""`` gives none."""
+    """The text-delta pieces of ``text`` (see :class:`ScriptedModel`); ``""`` gives none."""
     pieces = _WORD.findall(text)
     return pieces if pieces else ([text] if text else [])
 
@@ -90,9 +71,41 @@ def _is_delay(value: object) -> bool:
 
 
 class ScriptedModel:
-    """Plays a script, one entry per model call (see the module docstring).
+    """Plays a script: no network, no randomness, the same chunks on every run.
 
-    ``calls`` counts the calls made so far; an instance belongs to one agent.
+    The script is plain JSON-able data so that ports can share it: a list with one entry per
+    model call (one step), each an object with these keys, all optional:
+
+    ``text`` (str)
+        streamed as ``text-delta`` chunks, split after each word: every chunk is a run of
+        non-space characters together with the whitespace around it
+        (``re.findall(r"\\s*\\S+\\s*")``); whitespace-only text is one chunk.
+    ``tool_calls`` (list of ``{"name": str, "arguments": object, "id"?: str}``)
+        streamed after the text, one ``tool-call`` chunk each. Without ``id`` the call id is
+        ``call-<turn>-<step>-<n>`` (n from 1), unique in the log because turn and step are.
+    ``finish`` (``"stop"`` or ``"max-tokens"``)
+        the finish reason; by default ``"tool-calls"`` when there are tool calls, else ``"stop"``.
+    ``error`` (``{"code": str, "message": str}``)
+        after the text, finish with ``{"type": "finish", "reason": "error", "error": ...}``
+        instead (no tool calls are streamed); the turn ends ``error``.
+    ``chunk_delay`` (number >= 0, seconds)
+        ``trio.sleep(chunk_delay)`` before every chunk, the finish included. 0 is still a
+        checkpoint, so a cancel is honoured between any two chunks. Entries without it use the
+        model's ``chunk_delay`` argument (default 0).
+
+    When the script runs out, every further call answers ``{"text": final_text}``.
+
+    A turn that runs one bash command and then answers (the tool's result is the second
+    call's input; the second entry is what the model says after it)::
+
+        ScriptedModel([
+            {"text": "Listing.", "tool_calls": [
+                {"name": "bash", "arguments": {"command": "ls"}}]},
+            {"text": "Here they are."},
+        ])
+
+    ``calls`` counts the calls made so far; an instance belongs to one agent. A bad script
+    raises ``ValueError("script entry N: ...")`` here, not during the turn.
     """
 
     def __init__(
