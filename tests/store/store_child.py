@@ -8,7 +8,10 @@ one line per message, each a single atomic ``write``):
     parent → zygote   {"op": "torture" | "repair" | "hold", ...}   → "pid <pid>"
                       {"op": "reap", "pid": <pid>}                 → "reaped <pid> <status>"
     child  → parent   "ready <pid> <n>", "ack <pid> <seq> <sha256>", "point <pid> <name>",
-                      "done <pid>", "error <pid> <message>"
+                      "batch <pid> <first seq> <count>", "done <pid>", "error <pid> <message>"
+
+``torture`` writes to ``JsonlStore(root)``, or, given ``dsn``, to ``PostgresStore(dsn)`` with
+a ``lease``; then every batch transaction the writer attempts is announced first ("batch").
 
 Children write to the zygote's stdout (inherited), and the zygote answers "reaped" only after
 ``waitpid``, so every line a child wrote precedes it.
@@ -33,7 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_workload import workload
 
 from trio_agent.log import encode_event
-from trio_agent.store import FileOps, JsonlStore, SessionNotFound, repair_file
+from trio_agent.store import FileOps, JsonlStore, PostgresStore, SessionNotFound, repair_file
+from trio_agent.store.postgres import PgWriter
 
 
 def say(*parts: object) -> None:
@@ -60,9 +64,30 @@ class ChildOps(FileOps):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def announce_batches() -> None:
+    """Say "batch <pid> <first seq> <count>" before each batch transaction of this process's
+    database writers (the real one runs right after), so the parent can check that every
+    batch is committed whole or not at all."""
+    write = PgWriter._write_blocking
+
+    def announced(self: PgWriter, data: bytes) -> None:
+        say("batch", os.getpid(), self._next_seq, data.count(b"\n"))
+        write(self, data)
+
+    PgWriter._write_blocking = announced  # type: ignore[method-assign]
+
+
 async def torture(cmd: dict[str, Any]) -> None:
     rng = random.Random(cmd["seed"])
-    store = JsonlStore(cmd["root"], reap_orphans=None, window=cmd["window"])
+    store: JsonlStore | PostgresStore
+    if "dsn" in cmd:
+        announce_batches()
+        store = PostgresStore(
+            cmd["dsn"], lease=cmd["lease"], owner=f"child-{os.getpid()}", reap_orphans=None,
+            window=cmd["window"],
+        )
+    else:
+        store = JsonlStore(cmd["root"], reap_orphans=None, window=cmd["window"])
     async with store:
         try:
             session = await store.open(cmd["id"])

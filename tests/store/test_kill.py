@@ -1,4 +1,5 @@
-"""Real processes, real SIGKILL: torture, two processes, a kill in the middle of repair.
+"""Real processes, real SIGKILL: torture (over both backends), two processes, a kill in the
+middle of repair.
 
 Children come from a fork server (store_child.py) so a round costs a fork, not an interpreter
 start. Nothing here measures time; random sleeps only choose where the kill lands.
@@ -14,14 +15,18 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import attrs
+import psycopg
 import pytest
 import trio
-from store_helpers import Zygote, assert_valid_balanced, read_log, sha256
+from pg_helpers import wait_lease_lapsed
+from store_helpers import Zygote, read_log, sha256
 from store_workload import workload
 
-from trio_agent.log import Event, check_events, encode_event, repair_closers
-from trio_agent.store import JsonlStore, Session, SessionLocked, repair_file
+from trio_agent.log import Event, check_events, decode_event, encode_event, repair_closers
+from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, repair_file
 
 ROUNDS = int(os.environ.get("TRIO_AGENT_TORTURE_ROUNDS", "0"))
 
@@ -39,46 +44,191 @@ def _killed(status: int) -> bool:
     return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
-def _check_round(path: Path, messages: list[list[str]]) -> tuple[int, int]:
-    """After a kill: cold open, and check everything the brief promises. Returns
-    ``(events before repair, closers appended)``."""
-    if not path.exists():  # killed before its create published the file
-        assert not any(m[0] == "ack" for m in messages)
-        return 0, 0
-    header, events, _torn, lines = read_log(path)
-    check_events(events)  # every complete line is a valid event: a kill leaves no garbage
+@attrs.frozen
+class Stored:
+    """A session as stored: header line, complete event lines in order, torn tail, and (for
+    the database) the transaction that wrote each line."""
+
+    header: bytes
+    lines: list[bytes]
+    torn: bytes = b""
+    txids: list[int] | None = None
+
+    def events(self) -> list[Event]:
+        # Every complete line is a valid event: a kill leaves no garbage.
+        return [decode_event(line, n) for n, line in enumerate(self.lines, start=2)]
+
+
+class JsonlSide:
+    """The torture's view of ``JsonlStore``: session ``sid`` is the file root/sid/session.jsonl."""
+
+    name = "jsonl"
+    spread = 1.0  # scales the random sleep before the kill
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def child_args(self, n: int) -> dict[str, Any]:
+        return {"root": str(self.root)}
+
+    def settle(self, sid: str, n: int) -> None:
+        """Nothing to wait for: the killed child's writes are in the page cache already."""
+
+    def stored(self, sid: str) -> Stored | None:
+        path = self.root / sid / "session.jsonl"
+        if not path.exists():  # killed before its create published the file
+            return None
+        raw = path.read_bytes()
+        header, _events, torn, lines = read_log(path)
+        assert raw == header + b"\n" + b"".join(line + b"\n" for line in lines) + torn
+        return Stored(header, lines, torn)
+
+    def reopen(self, sid: str) -> list[Event]:
+        return trio.run(_reopen, JsonlStore(self.root, reap_orphans=None), sid)
+
+
+class PostgresSide:
+    """The torture's view of ``PostgresStore``: rows of one throwaway database, read here with
+    plain SQL (not through the store), each with the id of the transaction that wrote it."""
+
+    name = "postgres"
+    lease = 0.2  # short: each round waits, on the database clock, for the dead child's to lapse
+    spread = 4.0  # a batch is a transaction with an fsync: spread the kills over more of them
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+
+    def child_args(self, n: int) -> dict[str, Any]:
+        return {"dsn": f"{self.dsn} application_name=kill9-r{n}", "lease": self.lease}
+
+    def settle(self, sid: str, n: int) -> None:
+        """Wait until the killed child's server connections are gone: a COMMIT it sent just
+        before the kill is then decided (the server finishes what it received, then sees the
+        closed socket), so nothing can change behind the checks. Then wait for its lease."""
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            while conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                (f"kill9-r{n}",),
+            ).fetchone() != (0,):
+                time.sleep(0.002)  # polling a condition, not a verdict
+            exists = _header(conn, sid) is not None
+        if exists:
+            trio.run(wait_lease_lapsed, self.dsn, sid)
+
+    def stored(self, sid: str) -> Stored | None:
+        with psycopg.connect(self.dsn) as conn:
+            header = _header(conn, sid)
+            if header is None:  # killed before its create committed
+                return None
+            got = conn.execute(
+                "SELECT seq, line, xmin::text::bigint FROM trio_agent_event "
+                "WHERE session_id = %s ORDER BY seq",
+                (sid,),
+            ).fetchall()
+        assert [seq for seq, _, _ in got] == list(range(len(got))), "the seqs have a gap"
+        return Stored(header, [bytes(r[1]) for r in got], b"", [r[2] for r in got])
+
+    def reopen(self, sid: str) -> list[Event]:
+        return trio.run(_reopen, PostgresStore(self.dsn, lease=self.lease, reap_orphans=None), sid)
+
+
+Side = JsonlSide | PostgresSide
+
+
+async def _reopen(store: JsonlStore | PostgresStore, sid: str) -> list[Event]:
+    """Open ``sid`` cold (which repairs it), close it; its events as the open returned them."""
+    async with store:
+        session = await store.open(sid)
+        got = list(session.events)
+        await session.aclose()
+    return got
+
+
+def _header(conn: psycopg.Connection[Any], sid: str) -> bytes | None:
+    """The session's header row; None if it is not stored (or, the first child killed before
+    it made the tables, if there are no tables yet)."""
+    exists = conn.execute("SELECT to_regclass('trio_agent_session') IS NOT NULL").fetchone()
+    if exists != (True,):
+        return None
+    row = conn.execute(
+        "SELECT header FROM trio_agent_session WHERE session_id = %s", (sid,)
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def _check_batches(stored: Stored, start: int, batches: list[list[str]]) -> bool:
+    """A batch is one transaction: the rows from ``start`` on, cut where the writing
+    transaction changes, are exactly the first batches the child announced, each whole.
+    True if the kill landed inside one (announced, not committed)."""
+    assert stored.txids is not None
+    announced = [(int(m[2]), int(m[3])) for m in batches]
+    groups: list[tuple[int, int]] = []
+    for seq in range(start, len(stored.lines)):
+        if groups and stored.txids[seq] == stored.txids[seq - 1]:
+            groups[-1] = (groups[-1][0], groups[-1][1] + 1)
+        else:
+            groups.append((seq, 1))
+    assert groups == announced[: len(groups)], f"partial batch: rows {groups}, batches {announced}"
+    return len(announced) > len(groups)
+
+
+@attrs.define
+class Tally:
+    kills: int = 0  # children that died of the SIGKILL (not finished first)
+    repaired: int = 0  # rounds whose reopen appended closers
+    in_batch: int = 0  # kills that landed inside a batch transaction (database)
+
+
+def _check_round(
+    side: Side, sid: str, messages: list[list[str]], before: Stored | None, tally: Tally
+) -> Stored | None:
+    """After a kill: cold open, and check everything the brief promises. ``before`` is the
+    session as the previous round left it. Returns the session as this round leaves it."""
+    acks = [m for m in messages if m[0] == "ack"]
+    stored = side.stored(sid)
+    if stored is None:
+        assert before is None and not acks
+        return None
+    if before is not None:  # what earlier rounds left is untouched
+        assert stored.header == before.header
+        assert stored.lines[: len(before.lines)] == before.lines
+    events = stored.events()
+    check_events(events)
     expected_closers = repair_closers(events)
 
-    # Every acknowledged event is present, unchanged.
+    # Every acknowledged event is present, unchanged, in order.
     ready = [m for m in messages if m[0] == "ready"]
-    acks = [m for m in messages if m[0] == "ack"]
+    if not ready:  # killed in its open or create: nothing written
+        assert stored.lines == ([] if before is None else before.lines)
+    elif stored.txids is not None:
+        batches = [m for m in messages if m[0] == "batch"]
+        tally.in_batch += _check_batches(stored, int(ready[0][2]), batches)
     if acks:
         start = int(ready[0][2])
         seq, digest = int(acks[-1][2]), acks[-1][3]
-        assert seq < len(events), f"acknowledged seq {seq} is not on disk ({len(events)} events)"
+        assert seq < len(events), f"acknowledged seq {seq} is not stored ({len(events)} events)"
         h = hashlib.sha256()
-        for line in lines[start : seq + 1]:
+        for line in stored.lines[start : seq + 1]:
             h.update(line + b"\n")
         assert h.hexdigest() == digest, "an acknowledged event changed"
 
-    async def reopen() -> list[Event]:
-        async with JsonlStore(path.parent.parent, reap_orphans=None) as store:
-            session = await store.open(path.parent.name)
-            got = list(session.events)
-            await session.aclose()
-            return got
-
-    got = trio.run(reopen)
+    got = side.reopen(sid)
     assert got == events + expected_closers
-    after = assert_valid_balanced(path)
-    assert after == got
-    # The committed prefix is byte-for-byte what it was; the torn tail is gone.
-    raw = path.read_bytes()
-    prefix = header + b"\n" + b"".join(line + b"\n" for line in lines)
-    assert raw == prefix + b"".join(encode_event(e) for e in expected_closers)
+    after = side.stored(sid)
+    assert after is not None
+    # The committed prefix is byte-for-byte what it was, the torn tail is gone, and repair
+    # appended exactly the closers: valid and balanced.
+    assert after.header == stored.header and after.torn == b""
+    assert after.lines == stored.lines + [encode_event(e)[:-1] for e in expected_closers]
+    assert after.events() == got
+    assert check_events(got).open_turn is None, "a repaired log is balanced"
     if expected_closers:
         _check_placeholders(events, expected_closers)
-    return len(events), len(expected_closers)
+        if after.txids is not None:  # repair is one transaction of its own
+            assert len(set(after.txids[len(events) :])) == 1
+            assert not events or after.txids[len(events)] != after.txids[len(events) - 1]
+    tally.repaired += bool(expected_closers)
+    return after
 
 
 def _check_placeholders(events: list[Event], closers: list[Event]) -> None:
@@ -92,39 +242,83 @@ def _check_placeholders(events: list[Event], closers: list[Event]) -> None:
             assert code == want and e.data["isError"] is True
 
 
-def _torture(tmp_path: Path, zygote: Zygote, rounds: int, seed: int) -> None:
+def _torture(side: Side, zygote: Zygote, rounds: int, seed: int) -> Tally:
     rng = random.Random(seed)
-    root = tmp_path / "root"
-    kills = repaired = 0
+    tally = Tally()
+    before: Stored | None = None
     for n in range(rounds):
         sid = f"t{n // 25}"  # a fresh log every 25 rounds keeps each check small
+        if n % 25 == 0:
+            before = None
         pid = zygote.start(
-            op="torture", root=str(root), id=sid, tag=f"r{n}", seed=rng.randrange(2**32),
+            op="torture", id=sid, tag=f"r{n}", seed=rng.randrange(2**32),
             window=rng.choice([0.0, 0.001, 0.003, 0.02]), turns=rng.randint(1, 6),
+            **side.child_args(n),
         )
         first = [zygote.wait(pid, "ready")] if rng.random() < 0.9 else []
-        time.sleep(rng.random() * rng.choice([0.002, 0.01, 0.03]))
+        time.sleep(rng.random() * rng.choice([0.002, 0.01, 0.03]) * side.spread)
         zygote.kill(pid)
         status, messages = zygote.reap(pid)
         messages = first + messages
         errors = [m for m in messages if m[0] == "error"]
         assert not errors, " ".join(errors[0])
-        kills += _killed(status)
-        _, closers = _check_round(root / sid / "session.jsonl", messages)
-        repaired += closers > 0
-    # The kills must really have landed mid-work, not only after the children finished.
-    assert kills >= rounds // 2
-    assert repaired >= 1
+        tally.kills += _killed(status)
+        side.settle(sid, n)
+        before = _check_round(side, sid, messages, before, tally)
+    if rounds >= 50:  # too few rounds can all land at quiet moments by chance
+        # The kills must really have landed mid-work, not only after the children finished.
+        assert tally.kills >= rounds // 2
+        assert tally.repaired >= 1
+        if isinstance(side, PostgresSide):  # and some inside a batch's transaction
+            assert tally.in_batch >= 1
+    return tally
 
 
-def test_kill9_torture(tmp_path: Path, zygote: Zygote) -> None:
-    _torture(tmp_path, zygote, rounds=60, seed=20261202)
+def _report(
+    capsys: pytest.CaptureFixture[str], name: str, rounds: int, tally: Tally, in_batch: bool
+) -> None:
+    with capsys.disabled():
+        print(
+            f"\nkill -9 torture ({name}): {rounds} rounds, {tally.kills} killed mid-work, "
+            f"{tally.repaired} repaired"
+            + (f", {tally.in_batch} killed inside a batch transaction" if in_batch else "")
+        )
+
+
+#: Rounds in ``make test`` and under ``make torture``. The database's are capped: each costs a
+#: lease lapse and a few transactions with fsync (300 rounds took 71 s on the 2-core test host).
+BACKENDS = {"jsonl": (60, ROUNDS), "postgres": (6, min(ROUNDS, 300))}
+
+
+def _side(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Side:
+    if backend == "jsonl":
+        return JsonlSide(tmp_path / "root")
+    return PostgresSide(request.getfixturevalue("pg_dsn"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill9_torture(
+    tmp_path: Path, zygote: Zygote, request: pytest.FixtureRequest, backend: str
+) -> None:
+    side = _side(backend, tmp_path, request)
+    _torture(side, zygote, rounds=BACKENDS[backend][0], seed=20261202)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(ROUNDS == 0, reason="set TRIO_AGENT_TORTURE_ROUNDS (make torture)")
-def test_kill9_torture_long(tmp_path: Path, zygote: Zygote) -> None:
-    _torture(tmp_path, zygote, rounds=ROUNDS, seed=random.randrange(2**32))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill9_torture_long(
+    tmp_path: Path,
+    zygote: Zygote,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    backend: str,
+) -> None:
+    side = _side(backend, tmp_path, request)
+    rounds = BACKENDS[backend][1]
+    seed = random.randrange(2**32)
+    tally = _torture(side, zygote, rounds=rounds, seed=seed)
+    _report(capsys, f"{backend}, seed {seed}", rounds, tally, isinstance(side, PostgresSide))
 
 
 def test_second_process_is_refused_then_repairs_after_kill(tmp_path: Path, zygote: Zygote) -> None:
@@ -175,7 +369,7 @@ def test_second_process_is_refused_then_repairs_after_kill(tmp_path: Path, zygot
             assert codes[dispatched] == "TOOL_OUTCOME_UNKNOWN"
             session.append("turn/start", {"turn": session.checker.last_turn + 1})
             await session.flush()
-            return session
+        return session
 
     trio.run(repairs)
     check_events(read_log(path)[1])  # repaired, then continued: valid, turn 3 open
