@@ -39,7 +39,8 @@ from trio_agent.log.events import Header
 from trio_agent.testing.loggen import generate_log
 
 logs = st.builds(generate_log, st.integers(0, 2**32), st.integers(1, 6))
-FAST_TYPES = ("assistant/chunk", "tool/output")
+#: The types LogChecker.feed_fast takes (the rest always goes through feed).
+FAST_TYPES = ("assistant/chunk", "tool/output", "turn/start", "step/start", "step/end")
 
 
 def state(checker: LogChecker) -> Any:
@@ -96,12 +97,13 @@ def mutations(draw: st.DrawFn, obj: dict[str, Any], events: list[Event]) -> dict
     elif choice == "time":
         obj["time"] = draw(st.sampled_from((-1, 1.5, "1", None)))
     elif choice in ("turn", "step") and choice in data:
-        data[choice] = draw(st.sampled_from((data[choice] + 1, data[choice] - 1, True, 1.0)))
+        values = (data[choice] + 1, data[choice] - 1, True, 1.0, 0, -1, "1", None)
+        data[choice] = draw(st.sampled_from(values))
     elif choice == "call" and "callId" in data:
         other = [e.data["callId"] for e in events if "callId" in e.data]
         data["callId"] = draw(st.sampled_from([*other, "nope", ""]))
     elif choice == "type":
-        obj["type"] = draw(st.sampled_from((*FAST_TYPES, "step/end", "user/message")))
+        obj["type"] = draw(st.sampled_from((*FAST_TYPES, "turn/end", "user/message")))
     elif choice == "drop-key":
         del obj[draw(st.sampled_from(sorted(obj)))]
     elif choice == "extra-key":
@@ -171,7 +173,7 @@ def test_fast_path_agrees_on_every_line_at_every_position(
                 ok = True
             except LogError:
                 ok = False
-            assert accepted == ok, (moved, ok)  # valid chunk/output lines always go fast
+            assert accepted == ok, (moved, ok)  # valid lines of the fast types always go fast
             assert state(fast) == state(slow if ok else walker)
         walker.feed(event)
 

@@ -153,7 +153,9 @@ class LogChecker:
         """Accept one decoded line on the fast path, or decline it (spec/invariants.md).
 
         ``obj`` is the JSON value of a line as ``orjson.loads`` returned it. For the two types
-        that dominate long logs (``assistant/chunk``, ``tool/output``), when the line is a
+        that dominate long logs (``assistant/chunk``, ``tool/output``) and the three step and
+        turn boundaries whose data is only integers (``turn/start``, ``step/start``,
+        ``step/end``), when the line is a
         well-formed event (I0) that breaks no rule, this advances the state exactly as
         ``feed(decode_event(line))`` would and returns True. Anything else (another type, a
         malformed line, any broken rule) returns False with the state untouched: the caller
@@ -196,6 +198,8 @@ class LogChecker:
                 call = self._calls.get(call_id)
                 if call is None or not call.dispatched or call.resolved:  # I13
                     return False
+            elif kind in _BOUNDARIES:
+                return self._feed_boundary(obj, kind, data)
             else:
                 return False
             seq = obj["seq"]
@@ -218,6 +222,48 @@ class LogChecker:
             return False
         if kind == "assistant/chunk":
             self._phase = _STREAMING
+        self.next_seq = seq + 1
+        self.last_time = time
+        return True
+
+    def _feed_boundary(self, obj: dict[str, Any], kind: str, data: dict[str, Any]) -> bool:
+        """The fast path of ``turn/start``, ``step/start`` and ``step/end``: their checks (I0,
+        I1, I3 with I2, I6, I8, I16, I17) and their handlers' commits, inline and only ever
+        stricter (exactly the data keys the schema names)."""
+        seq = obj.get("seq")
+        time = obj.get("time")
+        turn = data.get("turn")
+        if (
+            seq != self.next_seq
+            or type(seq) is not int
+            or type(time) is not int
+            or time < 0
+            or type(turn) is not int
+        ):
+            return False
+        if kind == "turn/start":
+            # I2 (no turn open), I3 (the next number; >= 1 since last_turn >= 0).
+            if len(data) != 1 or self.open_turn is not None or turn != self.last_turn + 1:
+                return False
+            self.open_turn = self.last_turn = turn
+            self._last_step = 0
+            self._repairing = False
+        else:
+            step = data.get("step")
+            # The open turn (so not ended, I7); the step numbers of I6 / I8 (>= 1 by then).
+            if len(data) != 2 or type(step) is not int or turn != self.open_turn:
+                return False
+            if kind == "step/start":
+                if self.open_step is not None or step != self._last_step + 1 or self._repairing:
+                    return False  # I6, I17
+                self.open_step = self._last_step = step
+                self._phase = _INPUT
+            else:  # step/end
+                if step != self.open_step or any(not c.resolved for c in self._calls.values()):
+                    return False  # I8, I16
+                self.open_step = None
+            self._calls = {}
+            self._open_approvals = {}
         self.next_seq = seq + 1
         self.last_time = time
         return True
@@ -563,6 +609,8 @@ class LogChecker:
 
 _chunk_ok: Final = DATA_PREDICATES["assistant/chunk"]
 _output_ok: Final = DATA_PREDICATES["tool/output"]
+#: The boundary types :meth:`LogChecker.feed_fast` also takes (integer-only data).
+_BOUNDARIES: Final = frozenset({"turn/start", "step/start", "step/end"})
 #: The values of ``tool/output.stream`` (spec/log.md), as the inline fast test reads them.
 _STREAMS: Final = frozenset(typing.get_args(OutputStream))
 

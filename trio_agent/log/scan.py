@@ -89,10 +89,11 @@ def scan_lines(
     keeps a live session's log this way (:class:`~trio_agent.log.lines.EventLines`).
     Memory is the checker's state plus one line, whatever the log's length.
 
-    Each line is parsed once; the two types that dominate long logs are accepted by
-    :meth:`LogChecker.feed_fast` without building an event, and everything else (including
-    every line that breaks a rule) goes through :func:`decode_event` and
-    :meth:`LogChecker.feed`, the explanatory path that words the error.
+    Each line is parsed once; the two types that dominate long logs, and the step and turn
+    boundaries, are accepted by :meth:`LogChecker.feed_fast` without building an event, and
+    everything else (including every line that breaks a rule) goes through
+    :func:`decode_event` and :meth:`LogChecker.feed`, the explanatory path that words the
+    error.
     """
     it = iter(lines)
     first = next(it, b"")
@@ -106,9 +107,6 @@ def scan_lines(
     feed = checker.feed
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
-    sink_fast = sink is not None and (
-        sink_types is None or "assistant/chunk" in sink_types or "tool/output" in sink_types
-    )
     offset = len(first)
     # Every kept event advanced the checker's next_seq by one (I1, from 0), so next_seq is
     # the count of kept events and the line being read is line next_seq + 2 (1-based).
@@ -123,10 +121,8 @@ def scan_lines(
             obj = _UNREADABLE
         else:
             if fast(obj):  # the hot path: most lines of a long log end here
-                if sink_fast:
-                    event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
-                    if sink_types is None or event.type in sink_types:
-                        sink(event)  # type: ignore[misc]
+                if sink is not None and (sink_types is None or obj["type"] in sink_types):
+                    sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
                 if line_sink is not None:
                     line_sink(line)
                 offset += len(line)
