@@ -21,6 +21,13 @@ from trio_agent.testing.machine import machine_for
 
 #: Longest acceptable shrunk counterexample, in rules (``begin`` included).
 MAX_SHRUNK = 8
+#: The search budget. Hypothesis stops at the first failure, so a generous cap costs nothing
+#: when a bug is found early, which is the usual case; it is there because the runtime's
+#: interleavings (the writer's worker thread, process exits) differ between runs, so the
+#: example that first reaches a bug differs too, and on a loaded machine a bug that needs a
+#: cancelled run still unwinding was once first reached after more than 300 examples (and
+#: once took 1,183 examples, shrinking included, with two CPU-bound processes beside it).
+SEARCH_EXAMPLES = 3000
 #: Bound the work, not the time: Hypothesis stops shrinking after MAX_SHRINKING_SECONDS of
 #: wall clock (default 300), so on a slow machine it could stop early and leave redundant
 #: rules. Lifting the limit lets every shrink phase run to its end, which is bounded by work
@@ -39,7 +46,7 @@ def test_the_machine_finds_and_shrinks_a_planted_bug(
     bug.plant(monkeypatch)
     machine = machine_for(InProcessAdapter, profile=f"planted: {bug.name}")
     with pytest.raises(AssertionError) as failure:
-        run_machine(machine, examples=300, steps=10, seed=PLANTED_SEED)
+        run_machine(machine, examples=SEARCH_EXAMPLES, steps=10, seed=PLANTED_SEED)
     shrunk = list(machine.last_trace)
     FOUND[bug.name] = shrunk
     readable = "\n    ".join(shrunk)
