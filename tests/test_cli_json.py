@@ -7,7 +7,6 @@ import io
 import json
 import subprocess
 import sys
-import textwrap
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +14,12 @@ from typing import Any
 
 import attrs
 import pytest
+from cli_testlib import HANG_GUARD, holding
 
 from trio_agent.cli import main
 from trio_agent.log import Event, Header, encode_event, encode_header
 from trio_agent.testing.loggen import generate_log
 
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
 HEADER = encode_header(Header("s1", 1_700_000_000_000))
 CHECK_KEYS = [
     "path",
@@ -204,41 +203,10 @@ def test_show_json_of_an_unreadable_header_prints_nothing(tmp_path: Path) -> Non
     assert proc.stderr.count("\n") == 1
 
 
-HOLDER = textwrap.dedent(
-    """
-    import sys, trio
-    from trio_agent.store import JsonlStore
-
-    async def main() -> None:
-        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
-            session = await store.create("s1")
-            session.append("turn/start", {"turn": 1})
-            session.append("step/start", {"turn": 1, "step": 1})
-            await session.flush()
-            print(store.path_of("s1"), flush=True)
-            await trio.to_thread.run_sync(sys.stdin.read)  # until the test closes it
-
-    trio.run(main)
-    """
-)
-
-
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[str]:
-    """A real second process holding session s1 live (its writer's flock); its log's path."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    path = proc.stdout.readline().strip()  # printed once the session is live and flushed
-    assert path, "the holder died before the session was live"
-    yield path
-    proc.stdin.close()
-    assert proc.wait(HANG_GUARD) == 0
-    proc.stdout.close()
+    with holding(tmp_path) as live:
+        yield live.path
 
 
 def test_json_on_a_live_session(held: str) -> None:

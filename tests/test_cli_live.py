@@ -10,57 +10,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
 import pytest
-
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+from cli_testlib import HANG_GUARD, HOLDER, Held, holding
 
 CLI = [sys.executable, "-m", "trio_agent"]
-
-HOLDER = textwrap.dedent(
-    """
-    import sys, trio
-    from trio_agent.store import JsonlStore
-
-    async def main() -> None:
-        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
-            session = await store.create("s1")
-            session.append("turn/start", {"turn": 1})
-            session.append("step/start", {"turn": 1, "step": 1})
-            await session.flush()
-            print(store.path_of("s1"), flush=True)
-            await trio.to_thread.run_sync(sys.stdin.read)  # until the test closes it
-
-    trio.run(main)
-    """
-)
-
-
-@attrs.frozen
-class Held:
-    path: str
-    pid: int
 
 
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[Held]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    path = proc.stdout.readline().strip()  # printed once the session is live and flushed
-    assert path, "the holder died before the session was live"
-    yield Held(path, proc.pid)
-    proc.stdin.close()
-    assert proc.wait(HANG_GUARD) == 0
-    proc.stdout.close()
+    with holding(tmp_path) as live:
+        yield live
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
