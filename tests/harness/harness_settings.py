@@ -9,10 +9,14 @@ spec/harness.md §Running).
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import random
+from collections.abc import Iterator
 from typing import Final
 
+import hypothesis.internal.conjecture.engine as hypothesis_engine
 from hypothesis import HealthCheck, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
@@ -35,21 +39,38 @@ FUZZ_EXAMPLES: Final = _int("TRIO_AGENT_FUZZ_EXAMPLES", 0)
 PLANTED_SEED: Final = _int("TRIO_AGENT_HARNESS_SEED", 20261202)
 
 
+@contextlib.contextmanager
+def _shrinking_bounded_by_work() -> Iterator[None]:
+    """Lift Hypothesis's wall-clock shrink limit (``MAX_SHRINKING_SECONDS``, default 300 s)
+    for the block: on a slow or loaded machine it stops the shrinker early and leaves
+    redundant rules. Without it every shrink phase runs to its end, which Hypothesis bounds
+    by work (its cap on successful shrinks). If an upgrade renames the limit this raises
+    instead of silently shrinking under a clock again."""
+    previous = hypothesis_engine.MAX_SHRINKING_SECONDS  # AttributeError if renamed
+    hypothesis_engine.MAX_SHRINKING_SECONDS = math.inf  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        hypothesis_engine.MAX_SHRINKING_SECONDS = previous
+
+
 def run_machine(
     machine: type[HarnessMachine], *, examples: int, steps: int, seed: int = SEED
 ) -> None:
     """Run ``machine`` under Hypothesis with a fixed budget and seed (no example database:
-    every run is reproducible from the seed alone)."""
+    every run is reproducible from the seed alone), no deadline and no wall-clock limit on
+    shrinking: every bound is on work, none on time."""
     hypothesis_seed(seed)(machine)
-    run_state_machine_as_test(
-        machine,
-        settings=settings(
-            max_examples=examples,
-            stateful_step_count=steps,
-            deadline=None,
-            database=None,
-            report_multiple_bugs=False,
-            print_blob=False,
-            suppress_health_check=list(HealthCheck),
-        ),
-    )
+    with _shrinking_bounded_by_work():
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                database=None,
+                report_multiple_bugs=False,
+                print_blob=False,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
