@@ -6,37 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_testlib import HANG_GUARD, HOLDER
 
 from trio_agent.log import Header, encode_header
 
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
-
 CLI = [sys.executable, "-m", "trio_agent"]
-
-#: Opens session s1 through the store, leaves turn 1 open, prints its log's path, then waits
-#: for stdin to close (or to be killed).
-HOLDER = textwrap.dedent(
-    """
-    import sys, trio
-    from trio_agent.store import JsonlStore
-
-    async def main() -> None:
-        async with JsonlStore(sys.argv[1], reap_orphans=None) as store:
-            session = await store.create("s1")
-            session.append("turn/start", {"turn": 1})
-            session.append("step/start", {"turn": 1, "step": 1})
-            await session.flush()
-            print(store.path_of("s1"), flush=True)
-            await trio.to_thread.run_sync(sys.stdin.read)
-
-    trio.run(main)
-    """
-)
 
 
 def run(root: Path | str, *extra: str | bytes) -> subprocess.CompletedProcess[str]:
