@@ -102,7 +102,7 @@ async def test_plain_get_serves_one_self_contained_page(server: ServerProcess) -
     assert re.findall(r'(?:src|href)\s*=\s*"(?!data:)', page) == []
     assert "@import" not in page and "url(" not in page
     # The scenario buttons are drawn by the script from the server's hello; the rest is static.
-    for needle in ("▶ Play", "Step ▸", "↺ Reset", 'id="log"', 'id="runtime"', "data-scenario"):
+    for needle in ("Next ▸", "Auto-play", "↺ Reset", 'id="log"', 'id="runtime"', "data-scenario"):
         assert needle in page
 
     status, _, _ = await http(server.port, get("/", f"localhost:{server.port}"))

@@ -40,6 +40,10 @@ INSTALL_HINT: Final = (
 )
 
 
+#: Windows virtual key codes of the keys :meth:`Page.press` is used with.
+_KEYS: Final = {"Escape": 27, "ArrowLeft": 37, "ArrowRight": 39, "Enter": 13, "Tab": 9}
+
+
 class CdpError(Exception):
     """A DevTools command failed, or the page did not reach an expected state."""
 
@@ -126,9 +130,14 @@ class Page:
             raise CdpError(f"JS error in {expression!r}: {text}")
         return result.get("result", {}).get("value")
 
-    async def wait_for(self, expression: str, *, timeout: float = 30.0, poll: float = 0.1) -> Any:
-        """Poll ``expression`` until it is truthy (bounded); return its value."""
-        with trio.move_on_after(timeout):
+    async def wait_for(
+        self, expression: str, *, timeout: float | None = None, poll: float = 0.1
+    ) -> Any:
+        """Poll ``expression`` until it is truthy; return its value.
+
+        A wait is on a condition, not on the clock: without ``timeout`` it polls until the
+        condition holds or the caller's own cancel scope (a hang guard) ends it."""
+        with trio.move_on_after(float("inf") if timeout is None else timeout):
             while True:
                 try:
                     value = await self.evaluate(expression)
@@ -138,6 +147,16 @@ class Page:
                     return value
                 await trio.sleep(poll)
         raise CdpError(f"gave up after {timeout:g}s waiting for {expression!r}")
+
+    async def press(self, key: str) -> None:
+        """Press and release one key (``Escape``, ``ArrowLeft``, ``ArrowRight``, ...) as a
+        real keyboard event sent to the page's focused element."""
+        code = _KEYS.get(key, 0)
+        for kind in ("rawKeyDown", "keyUp"):
+            await self.call(
+                "Input.dispatchKeyEvent",
+                {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code},
+            )
 
     async def screenshot(self) -> bytes:
         result = await self.call("Page.captureScreenshot", {"format": "png"})

@@ -43,6 +43,11 @@ SIDE_BY_SIDE: Final = 100
 MIN_WIDTH: Final = 40
 
 _RESET: Final = "\x1b[0m"
+#: The palette, one meaning per colour; the same meanings as the web page and ``trio-agent
+#: show`` (the table is in docs/demo.md): red = ended by cancel (or an error), violet = the
+#: crash and what crash recovery wrote, yellow = a repair placeholder or input dropped unrun,
+#: green = completed and passed checks, blue = live work (queue, claim), cyan = the dispatch
+#: marker. Keys are the tones the engine gives log items.
 _TONES: Final = {
     "aborted": "\x1b[31m",
     "error": "\x1b[31m",
@@ -51,6 +56,8 @@ _TONES: Final = {
     "dropped": "\x1b[33m",
     "completed": "\x1b[32m",
     "ok": "\x1b[32m",
+    "queue": "\x1b[34m",
+    "claim": "\x1b[34m",
     "dispatch": "\x1b[36m",
     "chunk": "\x1b[2m",
     "boundary": "\x1b[1m",
@@ -217,8 +224,9 @@ class Printer:
             for fact in facts:
                 parts = wrap(fact["text"], self.width - 5)
                 for i, text in enumerate(parts):
-                    mark = "✓ " if i == 0 else "  "
-                    self.line("   " + self.paint(mark + text, fact["tone"]))
+                    # A check that passed is green, whatever it is about.
+                    mark = self.paint("✓", "ok") + " " if i == 0 else "  "
+                    self.line("   " + mark + text)
 
     # -- the two panes -------------------------------------------------------------------------
 
@@ -266,7 +274,7 @@ class Printer:
             yield (text, tone, False)
         if log["cutAfter"] is not None and not self.cut_shown:
             self.cut_shown = True
-            yield ("✂ the worker died here: nothing after this line", "aborted", True)
+            yield ("✂ the worker died here: nothing after this line", "interrupted", True)
         if contrast is not None and not self.contrast_shown:
             self.contrast_shown = True
             yield from contrast_lines(contrast)
@@ -295,21 +303,21 @@ def _fold(items: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:
 
 def contrast_lines(contrast: dict[str, Any]) -> Iterator[Row]:
     t = contrast["truncate"]
-    yield ("TRUNCATION would (a report; nothing is written):", "aborted", True)
-    yield (f"  keep {t['keptEvents']} event(s), drop {t['droppedEvents']}:", "aborted", True)
+    yield ("TRUNCATION would (a report; nothing is written):", "head", True)
+    yield (f"  keep {t['keptEvents']} event(s), drop {t['droppedEvents']}:", None, True)
     for kind, count in t["droppedByType"].items():
         yield (f"    {count} × {kind}", None, True)
-    yield (f"  lose {t['streamedChars']} chars of streamed text", "aborted", True)
-    yield (f"  lose {t['toolOutputBytes']} bytes of tool output", "aborted", True)
+    yield (f"  lose {t['streamedChars']} chars of streamed text", None, True)
+    yield (f"  lose {t['toolOutputBytes']} bytes of tool output", None, True)
     calls = ", ".join(t["dispatchedCalls"])
-    yield (f"  forget dispatched call(s): {calls}", "aborted", True)
+    yield (f"  forget dispatched call(s): {calls}", None, True)
     for spawned in contrast["spawned"]:
-        yield (f"  forget running process group {spawned['pgid']}", "aborted", True)
-    yield (f"  re-queue {t['reclaimedMessages']} claimed message(s)", "dropped", True)
+        yield (f"  forget running process group {spawned['pgid']}", None, True)
+    yield (f"  re-queue {t['reclaimedMessages']} claimed message(s)", None, True)
     c = contrast["complete"]
-    yield ("COMPLETION (what a cold open does):", "completed", True)
+    yield ("COMPLETION (what a cold open does):", "head", True)
     kept = f"  keep all {c['keptEvents']} events, delete {c['deletedEvents']}, append:"
-    yield (kept, "completed", True)
+    yield (kept, None, True)
     for item in c["closers"]:
         yield (f"  [{item['seq']}]+{item['text']}", item["tone"], False)
 

@@ -16,7 +16,11 @@ from .events import Event, Header
 from .rules import REPAIR_ONLY_CODES
 from .scan import TornTail
 
-_RED, _YELLOW, _DIM, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[1m", "\x1b[0m"
+# The palette, one meaning per colour, the same as the demo's (docs/demo.md, "Reading the
+# colours"): red = ended by cancel or an error, violet = what crash recovery wrote, yellow = a
+# repair placeholder or input dropped unrun, green = completed, cyan = the dispatch marker.
+_RED, _VIOLET, _YELLOW, _GREEN, _CYAN = "\x1b[31m", "\x1b[35m", "\x1b[33m", "\x1b[32m", "\x1b[36m"
+_DIM, _BOLD, _RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
 
 
 def _clip(text: str, width: int | None = 60) -> str:
@@ -111,14 +115,21 @@ def _describe_splice(d: Any, *, full: bool = False) -> str:
 
 def _emphasis(event: Event) -> str | None:
     d: Any = event.data
-    if event.type == "turn/end" and d["reason"]["kind"] in ("aborted", "interrupted", "error"):
-        return _RED
+    if event.type == "turn/end":
+        return {
+            "aborted": _RED,
+            "error": _RED,
+            "interrupted": _VIOLET,
+            "completed": _GREEN,
+        }.get(d["reason"]["kind"])
     if event.type == "agent/inbox/spliced" and "outcome" in d:
         return _YELLOW
     if event.type == "tool/result" and d.get("error"):
-        return _YELLOW
+        return _YELLOW if d["error"]["code"] in REPAIR_ONLY_CODES else _RED
     if event.type == "assistant/message" and d.get("interrupted"):
-        return _YELLOW
+        return _RED
+    if event.type in ("tool/call", "tool/spawned"):
+        return _CYAN
     return None
 
 
