@@ -69,7 +69,8 @@ def main(argv: list[str]) -> int:
         return 0
     new = BEGIN.sub(lambda m: m.group(1) + wanted + m.group(3), page, count=1)
     PAGE.write_text(new, encoding="utf-8")
-    print(f"wrote the glossary ({len(entries(GLOSSARY.read_text(encoding='utf-8')))} terms) into {PAGE}")
+    count = len(entries(GLOSSARY.read_text(encoding="utf-8")))
+    print(f"wrote the glossary ({count} terms) into {PAGE}")
     return 0
 
 

