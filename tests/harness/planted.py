@@ -15,12 +15,12 @@ import attrs
 import pytest
 import trio
 
+from trio_agent.cancel import CancelCause, require_cause
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
 from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
-from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
 from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
 from trio_agent.store import recovery as recovery_module

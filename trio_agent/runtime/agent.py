@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
+from ..cancel import CancelCause, require_cause
 from ..models.base import Model
 from ..store.errors import SessionFenced
 from ..tools.base import Tool
-from .causes import CancelCause, require_cause
 from .controller import TurnController
 from .events import (
     AgentError,

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ..tools.base import ControllerView, Stream, Tool, ToolCall, ToolOutcome
+from ..cancel import ControllerView
+from ..tools.base import Stream, Tool, ToolCall, ToolOutcome
 from .controller import TurnContext, TurnController
 from .hooks import Approver
 
