@@ -109,7 +109,7 @@ def _plant_stale_controller(mp: pytest.MonkeyPatch) -> None:
 
 
 def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
-    real = repair_module.closers_for
+    real = repair_module.repair_closers
 
     def closers_turn_first(*args: Any, **kwargs: Any) -> list[Event]:
         closers = real(*args, **kwargs)
@@ -121,7 +121,7 @@ def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
             ]
         return closers
 
-    mp.setattr(recovery_module, "closers_for", closers_turn_first)
+    mp.setattr(recovery_module, "repair_closers", closers_turn_first)
 
 
 # -- 4: the writer drops a batch whose write failed ----------------------------------------------

@@ -7,6 +7,7 @@ live sessions; :func:`repair_file` is the same cold-open repair on one file path
 
 from typing import TYPE_CHECKING
 
+from ..log.repair import Orphan, Reaping
 from .errors import (
     CreateFailed,
     LeaseHeld,
@@ -27,13 +28,7 @@ from .errors import (
 from .fileops import FileOps
 from .ids import escape_id
 from .jsonl import LOG_NAME, PID_NAME, JsonlStore, repair_file
-from .recovery import (
-    DEFAULT_REAPER,
-    Orphan,
-    Reaper,
-    RepairReport,
-    reap_orphans_with_procgroup,
-)
+from .recovery import Reaper, RepairReport
 from .session import Clock, Observer, Session, Sink, wall_clock_ms
 from .writer import ALWAYS_ADMITTED, DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW
 
@@ -43,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ALWAYS_ADMITTED",
     "DEFAULT_HARD_LIMIT",
-    "DEFAULT_REAPER",
     "DEFAULT_SOFT_LIMIT",
     "DEFAULT_WINDOW",
     "LOG_NAME",
@@ -60,6 +54,7 @@ __all__ = [
     "PendingLimitExceeded",
     "PostgresStore",
     "Reaper",
+    "Reaping",
     "ReentrantAppend",
     "RepairReport",
     "Session",
@@ -74,7 +69,6 @@ __all__ = [
     "UnsupportedFormat",
     "WriteFailed",
     "escape_id",
-    "reap_orphans_with_procgroup",
     "repair_file",
     "wall_clock_ms",
 ]
