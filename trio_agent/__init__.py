@@ -37,6 +37,7 @@ The names below are the public contract; the subpackages hold the rest.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .cancel import CancelCause
     from .log import (
         ConsumedWork,
         Event,
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
         AgentError,
         AllowAll,
         Approver,
-        CancelCause,
         Hooks,
         InboxDropped,
         Reject,
@@ -97,7 +97,7 @@ _EXPORTS: dict[str, str] = {
     "AllowAll": ".runtime",
     "Approver": ".runtime",
     "BashTool": ".tools.subprocess_tool",
-    "CancelCause": ".runtime",
+    "CancelCause": ".cancel",
     "ConsumedWork": ".log",
     "EchoTool": ".tools.builtin",
     "Event": ".log",

@@ -2,7 +2,9 @@
 
 See spec/persistence.md. :class:`Session` is the in-memory log every layer above appends to;
 :class:`JsonlStore` binds sessions to files and hands out new, or cold-opened (repaired),
-live sessions; :func:`repair_file` is the same cold-open repair on one file path.
+live sessions; :func:`repair_file` is the same cold-open repair on one file path. The store
+imports only the log core: whoever opens it passes the orphan reaper (:data:`Reaper`, e.g.
+``trio_agent.tools.procgroup.reap_orphans``); without one, a cold open signals nothing.
 """
 
 from typing import TYPE_CHECKING
