@@ -454,9 +454,7 @@ class JsonlStore:
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
-        if live_elsewhere:
-            return builtins.list(scan.events)
-        return scan.with_closers()
+        return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """A balanced snapshot, read-only.
@@ -474,11 +472,7 @@ class JsonlStore:
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
-        if live_elsewhere:
-            if scan.checker.open_turn is not None:
-                raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return builtins.list(scan.events)
-        return scan.with_closers()
+        return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
     async def list(self) -> builtins.list[str]:
         """Ids of the sessions stored under the root, sorted."""

@@ -724,9 +724,7 @@ class PostgresStore:
             await trio.lowlevel.checkpoint()
             return builtins.list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
-        if live_elsewhere:
-            return builtins.list(scan.events)
-        return scan.with_closers()
+        return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """As ``JsonlStore.load``: a balanced snapshot or :class:`LiveTurnOpen`."""
@@ -737,11 +735,7 @@ class PostgresStore:
                 raise LiveTurnOpen(session_id, live.open_turn)
             return builtins.list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
-        if live_elsewhere:
-            if scan.checker.open_turn is not None:
-                raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return builtins.list(scan.events)
-        return scan.with_closers()
+        return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
     async def list(self) -> builtins.list[str]:
         """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.list``)."""

@@ -29,7 +29,7 @@ from ..log.events import Event, Header
 from ..log.lines import EventLines
 from ..log.repair import Orphan, Reaping, repair_closers
 from ..log.scan import lines_of, scan_lines
-from .errors import SessionCorrupt, UnsupportedFormat, WriteFailed
+from .errors import LiveTurnOpen, SessionCorrupt, UnsupportedFormat, WriteFailed
 from .fileops import FileOps, reading_lines, write_all
 
 #: Stops orphaned process groups (spec/persistence.md §5 step 3). It answers ``{call_id: what
@@ -68,6 +68,17 @@ class ColdScan:
         """The kept events plus the closers a repair would append, in memory only
         (``inspect`` and ``load`` of a cold session; nothing is reaped)."""
         return [*self.events, *repair_closers(self.checker)]
+
+    def snapshot(self, session_id: str, live_elsewhere: bool, *, balanced: bool) -> list[Event]:
+        """``inspect`` (``balanced=False``) or ``load`` of a session not live in this process
+        (spec/persistence.md §6), the same for every backend: cold, with the closers in
+        memory; live elsewhere, its durable events as they are, and for ``load`` only if no
+        turn is open (else :class:`LiveTurnOpen`)."""
+        if not live_elsewhere:
+            return self.with_closers()
+        if balanced and self.checker.open_turn is not None:
+            raise LiveTurnOpen(session_id, self.checker.open_turn)
+        return list(self.events)
 
 
 class _CountedLines:
