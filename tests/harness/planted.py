@@ -24,7 +24,7 @@ from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
 from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
 from trio_agent.store import recovery as recovery_module
-from trio_agent.store import writer as writer_module
+from trio_agent.store.write_policy import Batch, WritePolicy
 
 
 @attrs.frozen
@@ -127,43 +127,17 @@ def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
 # -- 4: the writer drops a batch whose write failed ----------------------------------------------
 
 
-async def _write_batch_dropping_failures(self: writer_module.Writer) -> None:
-    """Writer._write_batch, except a failed batch is forgotten instead of re-queued."""
-    self._deadline = None
-    self._paused = False
-    cut, size = 0, 0
-    for line in self._queue:
-        if cut and size + len(line) > writer_module.MAX_BATCH_BYTES:
-            break
-        size += len(line)
-        cut += 1
-    batch = self._queue[:cut]
-    del self._queue[:cut]
-    if self._queue:
-        self._deadline = trio.current_time()
-    self._started += 1
-    number = self._started
-    self._writing = True
-    try:
-        await trio.to_thread.run_sync(self._write_blocking, b"".join(batch))
-    except OSError as exc:
-        self._pending_bytes -= size  # BUG: the batch is dropped, not put back in front
-        self._failure = (number, exc)
-        self._dirty = False
-    else:
-        self._pending_bytes -= size
-        self._written_events += cut
-        self._batches_ok += 1
-        self._failure = None
-        self._failed_in_row = 0
-    finally:
-        self._writing = False
-        self._progress.set()
-        self._progress = trio.Event()
+def _failed_dropping_the_batch(
+    self: WritePolicy, batch: Batch, error: OSError, now: float
+) -> None:
+    """WritePolicy.failed, except the failed batch is forgotten instead of re-queued."""
+    self.writing = False
+    self.pending_bytes -= batch.size  # BUG: the batch is dropped, not put back in front
+    self.failure = (batch.number, error)
 
 
 def _plant_dropping_writer(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(writer_module.Writer, "_write_batch", _write_batch_dropping_failures)
+    mp.setattr(WritePolicy, "failed", _failed_dropping_the_batch)
 
 
 # -- 5: a cancel that also cancels the next turn -------------------------------------------------
