@@ -22,7 +22,8 @@ from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
 from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
-from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
+from trio_agent.runtime.events import OutcomeKind, TurnOutcome, TurnStarted
+from trio_agent.runtime.run_state import RunState, Target
 from trio_agent.store import recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
 
@@ -80,29 +81,13 @@ def _plant_turn_end_in_scope(mp: pytest.MonkeyPatch) -> None:
 # -- 2: the controller reference outlives its turn ----------------------------------------------
 
 
-def _go_idle_keeping_controller(self: agent_module.Agent) -> None:
-    """Agent._go_idle, except the run's last controller is neither closed nor dropped."""
-    self._activity = None
-    self._status = "idle"
-    replay, self._latch = self._latch, False
-    self._emit(StatusChanged("idle"))
-    self._idle_lot.unpark_all()
-    if replay and self._status == "idle" and not self._closing and self._session.inbox.has_pending:
-        self._start_run()
-
-
-def _start_run_reusing_controller(self: agent_module.Agent) -> None:
-    """Agent._start_run, except a controller still held from the last run is reused."""
-    controller = self._controller or TurnController()
-    self._controller = self._activity = controller
-    self._status = "running"
-    self._emit(StatusChanged("running"))
-    self._wake.set()
+def _retire_keeping_controller(self: RunState) -> None:
+    """RunState.retire, except the run's last controller is neither closed nor dropped."""
+    self.activity = None  # BUG: self.controller stays, live, past the end of its run
 
 
 def _plant_stale_controller(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_keeping_controller)
-    mp.setattr(agent_module.Agent, "_start_run", _start_run_reusing_controller)
+    mp.setattr(RunState, "retire", _retire_keeping_controller)
 
 
 # -- 3: repair closes the turn before the step -------------------------------------------------
@@ -162,8 +147,9 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
     def start_run(self: agent_module.Agent) -> None:
         real_start_run(self)
         cause = doomed.pop(self, None)
-        if cause is not None and self._controller is not None:
-            self._controller.cancel(cause)
+        controller = self._state.controller
+        if cause is not None and controller is not None:
+            controller.cancel(cause)
 
     mp.setattr(agent_module.Agent, "cancel", cancel)
     mp.setattr(agent_module.Agent, "_start_run", start_run)
@@ -201,16 +187,13 @@ def _plant_plain_calls_unbracketed(mp: pytest.MonkeyPatch) -> None:
 # -- 8: a steer after an abort stays in next-step -----------------------------------------------
 
 
-def _steer_into_next_step(self: agent_module.Agent, text: str) -> str:
-    """Agent.steer, except it always queues next-step, also after an abort (K8)."""
-    after_abort = self._check_usable(text)
-    message_id = self._insert("next-step", text, "steer")  # BUG: after an abort: next-turn
-    self._wake_driver(after_abort)
-    return message_id
+def _steer_target_always_next_step(after_abort: bool) -> Target:
+    """RunState.steer_target, except it always says next-step, also after an abort (K8)."""
+    return "next-step"  # BUG: after an abort: next-turn
 
 
 def _plant_steer_after_abort(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "steer", _steer_into_next_step)
+    mp.setattr(RunState, "steer_target", staticmethod(_steer_target_always_next_step))
 
 
 # -- 9: a second cancel of a cancelled controller reports a hit ----------------------------------
@@ -235,20 +218,14 @@ def _plant_second_cancel_hits(mp: pytest.MonkeyPatch) -> None:
 # -- 10: a latched wake is forgotten ------------------------------------------------------------
 
 
-def _go_idle_forgetting_the_latch(self: agent_module.Agent) -> None:
-    """Agent._go_idle, except a latched wake is dropped instead of replayed (K8)."""
-    controller = self._controller
-    if controller is not None:
-        controller.close()
-    self._controller = self._activity = None
-    self._status = "idle"
-    self._latch = False  # BUG: a wake sent after the abort never starts its run
-    self._emit(StatusChanged("idle"))
-    self._idle_lot.unpark_all()
+def _take_latch_forgetting_it(self: RunState) -> bool:
+    """RunState.take_latch, except a latched wake is dropped instead of replayed (K8)."""
+    self.latch = False
+    return False  # BUG: a wake sent after the abort never starts its run
 
 
 def _plant_latch_forgotten(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_forgetting_the_latch)
+    mp.setattr(RunState, "take_latch", _take_latch_forgetting_it)
 
 
 #: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
@@ -263,7 +240,7 @@ BUGS = [
     ),
     Bug(
         "controller-outlives-turn",
-        "the agent keeps the last controller past turn/end; a late cancel reaches the next run",
+        "the agent keeps the last controller past the end of its run; a late cancel reaches it",
         _plant_stale_controller,
         r"live controller",
     ),
