@@ -161,10 +161,10 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
 def _plant_unlogged_finish(mp: pytest.MonkeyPatch) -> None:
     real = turn_module.TurnRunner._append_chunk
 
-    def append_chunk(self: turn_module.TurnRunner, data: Any) -> None:
-        if data["chunk"]["type"] == "finish":
+    def append_chunk(self: turn_module.TurnRunner, turn: int, step: int, chunk: Any) -> None:
+        if chunk["type"] == "finish":
             return  # BUG: the stream ends at the finish chunk, which is never logged
-        real(self, data)
+        real(self, turn, step, chunk)
 
     mp.setattr(turn_module.TurnRunner, "_append_chunk", append_chunk)
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ..log import build
 from ..models.base import Model
 from ..store.errors import SessionFenced
 from ..tools.base import Tool
@@ -234,9 +235,7 @@ class Agent:
     def _insert(self, target: Target, text: str, source: str) -> str:
         message = {"id": f"m-{uuid.uuid4().hex[:16]}", "text": text, "source": source}
         start = len(self._session.inbox.queues[target])
-        self._session.append(
-            "agent/inbox/spliced", {"target": target, "start": start, "inserted": [message]}
-        )
+        self._session.append(*build.inbox_inserted(target, start, message))
         return message["id"]
 
     def _wake_driver(self, after_abort: bool) -> None:
@@ -279,16 +278,7 @@ class Agent:
             queued = tuple(dict(m) for m in inbox.queues[target])
             if not queued:
                 continue
-            self._session.append(
-                "agent/inbox/spliced",
-                {
-                    "target": target,
-                    "start": 0,
-                    "removedCount": len(queued),
-                    "inserted": [],
-                    "outcome": "canceled",
-                },
-            )
+            self._session.append(*build.inbox_cleared(target, len(queued)))
             self._emit(InboxDropped(target, queued, cause))
 
     # -- waiting --------------------------------------------------------------------------------
