@@ -1,8 +1,12 @@
 """Known bugs, planted into the real runtime and store by monkeypatching (tests only).
 
-Each :class:`Bug` replaces one method with a copy that differs from the real code in exactly
-the way its description says. The planted-bug tests run the state machine against the
-patched code and expect it to fail and shrink to a short counterexample.
+Each :class:`Bug` patches one seam: one small method of the write policy
+(``WritePolicy.failed``), of the agent's run state (``RunState.retire``, ``steer_target``,
+``take_latch``), of the controller or the scheduler, or wraps one real function (repair, the
+chunk append, cancel). Only the turn's skeleton (``TurnRunner.run``, a dozen lines over
+``_start_turn`` / ``_body`` / ``_end_turn``) is restated, because its bug is where the ending
+runs. The planted-bug tests run the state machine against the patched code and expect it to
+fail and shrink to a short counterexample.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
 from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
-from trio_agent.runtime.events import OutcomeKind, TurnOutcome, TurnStarted
+from trio_agent.runtime.events import OutcomeKind, TurnOutcome
 from trio_agent.runtime.run_state import RunState, Target
 from trio_agent.store import recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
@@ -46,12 +50,9 @@ async def _run_writing_turn_end_in_scope(
     handoff: Callable[[TurnController, bool], None],
     ended: Callable[[TurnOutcome], None],
 ) -> None:
-    """TurnRunner.run, except that turn/end is booked by an async write *inside* the turn's
-    cancel scope without a shield: a cancel raises at that await and turn/end is lost."""
-    turn = self.session.checker.last_turn + 1
-    controller.bind(turn)
-    self.append("turn/start", {"turn": turn})
-    self.emit(TurnStarted(turn))
+    """TurnRunner.run, except that turn/end is booked *inside* the turn's cancel scope after
+    an unshielded await: a cancel raises at that await and turn/end is lost."""
+    turn = self._start_turn(controller)
     kind: OutcomeKind | None = None
     error: dict[str, str] | None = None
     with controller.scope:
@@ -61,17 +62,10 @@ async def _run_writing_turn_end_in_scope(
             error = turn_module.error_info(exc)
         finally:
             aborted = controller.cancel_called
-            if aborted:
-                kind = "aborted"
-            elif kind is None:
-                kind = "error"
             handoff(controller, aborted)
             await trio.lowlevel.checkpoint()  # BUG: "await the durable append", unshielded
-            reason: dict[str, Any] = {"kind": kind}
-            if kind == "error":
-                reason["error"] = error or {"code": "UNKNOWN", "message": "the turn failed"}
-            self.append("turn/end", {"turn": turn, "reason": reason})
-            ended(TurnOutcome(turn, kind, controller.cause, error))
+            ending: OutcomeKind = "aborted" if aborted else kind or "error"
+            self._end_turn(controller, turn, ending, error, ended)
 
 
 def _plant_turn_end_in_scope(mp: pytest.MonkeyPatch) -> None:

@@ -188,10 +188,7 @@ class TurnRunner:
         Exceptions other than ordinary failures (a fatal append, an outer cancellation)
         propagate after that (``turn/end`` is still written when it can be).
         """
-        turn = self.session.checker.last_turn + 1
-        controller.bind(turn)
-        self.append(*build.turn_start(turn))
-        self.emit(TurnStarted(turn))
+        turn = self._start_turn(controller)
         kind: OutcomeKind | None = None
         error: dict[str, str] | None = None
         try:
@@ -208,19 +205,37 @@ class TurnRunner:
             error = error_info(exc)
         finally:
             aborted = controller.cancel_called
-            if aborted:
-                kind = "aborted"
-            elif kind is None:
-                kind = "error"
             handoff(controller, aborted)
-            if self.fatal is None:
-                booked = None
-                if kind == "error":
-                    booked = error or {"code": "UNKNOWN", "message": "the turn failed"}
-                self.append(*build.turn_end(turn, kind, booked))
-                ended(TurnOutcome(turn, kind, controller.cause, error))
+            ending: OutcomeKind = "aborted" if aborted else kind or "error"
+            self._end_turn(controller, turn, ending, error, ended)
         if self.fatal is not None:  # refused somewhere, and the refusal was swallowed on the way
             raise self.fatal
+
+    def _start_turn(self, controller: TurnController) -> int:
+        """Bind the controller to the next turn and book its ``turn/start``."""
+        turn = self.session.checker.last_turn + 1
+        controller.bind(turn)
+        self.append(*build.turn_start(turn))
+        self.emit(TurnStarted(turn))
+        return turn
+
+    def _end_turn(
+        self,
+        controller: TurnController,
+        turn: int,
+        kind: OutcomeKind,
+        error: dict[str, str] | None,
+        ended: Callable[[TurnOutcome], None],
+    ) -> None:
+        """Book ``turn/end`` (synchronously: a cancelled scope cannot stop it) and report the
+        outcome; nothing when the loop is fatal (K20)."""
+        if self.fatal is not None:
+            return
+        booked = None
+        if kind == "error":
+            booked = error or {"code": "UNKNOWN", "message": "the turn failed"}
+        self.append(*build.turn_end(turn, kind, booked))
+        ended(TurnOutcome(turn, kind, controller.cause, error))
 
     async def _body(self, controller: TurnController, turn: int) -> OutcomeKind:
         view = controller.view
