@@ -50,6 +50,7 @@ import trio.testing
 
 from ..log.codec import event_to_json
 from ..log.events import Event
+from ..log.splice import SpliceKind, splice_kind
 from ..models.base import ModelRequest, StepContext
 from ..models.scripted import ScriptedModel
 from ..runtime import (
@@ -636,7 +637,7 @@ class World:
         if kind == "turn/start":
             self.reach("turn/start:after")
         elif kind == "agent/inbox/spliced":
-            if "removedCount" in data and "outcome" not in data:
+            if splice_kind(data) is SpliceKind.CLAIM:
                 self.reach("claim:after")
         elif kind == "step/start":
             self.reach("step/start:after")
