@@ -19,12 +19,12 @@ import attrs
 import pytest
 import trio
 
+from trio_agent.cancel import CancelCause, require_cause
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
 from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
-from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
 from trio_agent.runtime.events import OutcomeKind, TurnOutcome
 from trio_agent.runtime.run_state import RunState, Target
@@ -88,7 +88,7 @@ def _plant_stale_controller(mp: pytest.MonkeyPatch) -> None:
 
 
 def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
-    real = repair_module.closers_for
+    real = repair_module.repair_closers
 
     def closers_turn_first(*args: Any, **kwargs: Any) -> list[Event]:
         closers = real(*args, **kwargs)
@@ -100,7 +100,7 @@ def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
             ]
         return closers
 
-    mp.setattr(recovery_module, "closers_for", closers_turn_first)
+    mp.setattr(recovery_module, "repair_closers", closers_turn_first)
 
 
 # -- 4: the writer drops a batch whose write failed ----------------------------------------------

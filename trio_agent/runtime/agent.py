@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ..cancel import CancelCause, require_cause
 from ..log import build
 from ..models.base import Model
 from ..store.errors import SessionFenced
 from ..tools.base import Tool
-from .causes import CancelCause, require_cause
 from .controller import TurnController
 from .events import (
     AgentError,

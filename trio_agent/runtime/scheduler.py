@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ..cancel import ControllerView
 from ..log import build
 from ..log.build import Draft
-from ..tools.base import ControllerView, Stream, Tool, ToolCall, ToolOutcome
+from ..tools.base import Stream, Tool, ToolCall, ToolOutcome
 from .controller import TurnContext, TurnController
 from .hooks import Approver
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ..cancel import CancelCause
 from ..log import build
 from ..log.errors import LogViolation
 from ..models.base import Model, ModelError, ModelRequest, Transcript, check_chunk
 from ..store.errors import SessionClosed
 from ..tools.base import Tool
-from .causes import CancelCause
 from .controller import TurnContext, TurnController
 from .events import OutcomeKind, RuntimeEvent, TurnOutcome, TurnStarted
 from .hooks import Approver, Hooks, Reject
