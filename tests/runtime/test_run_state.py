@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trio_agent.runtime.causes import CancelCause
+from trio_agent.cancel import CancelCause
 from trio_agent.runtime.run_state import RunState
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .causes import CancelCause
+from ..cancel import CancelCause
 from .controller import TurnController
 from .events import Status
 
