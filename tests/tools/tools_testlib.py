@@ -19,7 +19,8 @@ from support.polling import until
 from support.proc import alive
 from support.procenv import child_env
 
-from trio_agent.tools.base import ControllerView, Stream
+from trio_agent.cancel import ControllerView
+from trio_agent.tools.base import Stream
 from trio_agent.tools.procgroup import GroupResult, group_members
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
