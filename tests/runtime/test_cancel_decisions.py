@@ -47,7 +47,7 @@ def outcomes(seen: list[RuntimeEvent]) -> list[TurnOutcome]:
     return [e.outcome for e in seen if isinstance(e, TurnEnded)]
 
 
-# -- K4: causes ---------------------------------------------------------------------------------
+# -- K4: causes -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("bad", ["user", None, {"kind": "user"}, 1, CancelCause])
@@ -155,7 +155,7 @@ async def test_clear_order_is_next_step_then_next_turn() -> None:
     assert drops == ["drop next-step 1", "drop next-turn 1"]
 
 
-# -- K2 / §12.2: same-tick cancel ----------------------------------------------------------------
+# -- K2: same-tick cancel -------------------------------------------------------------------------
 
 
 async def test_two_waking_sends_in_one_tick_then_cancel() -> None:
@@ -293,7 +293,7 @@ async def test_a_plain_cancel_drops_a_latched_wake() -> None:
 
 
 async def test_a_steer_after_an_abort_becomes_its_own_turn() -> None:
-    # Reference 6.4 / b.3
+    # K8: a steer after an abort targets next-turn.
     async with running_turn() as run:
         session, agent = run.session, run.agent
         agent.cancel(CancelCause.user())
@@ -428,7 +428,7 @@ async def test_a_cancelled_turn_does_not_leak_into_the_next() -> None:
     assert turn_ends(session.events) == ["aborted", "completed"]
 
 
-# -- K3 / K7: controllers ------------------------------------------------------------------------
+# -- K3 / K7: controllers -------------------------------------------------------------------------
 
 
 async def test_one_fresh_controller_per_turn_and_at_most_one_live() -> None:
@@ -512,7 +512,7 @@ async def test_a_stale_controller_cannot_cancel_a_new_turn() -> None:
     assert turn_ends(session.events) == ["completed", "completed"]
 
 
-# -- K19 / §12.9: anything ending a cancelled turn is aborted --------------------------------------
+# -- K19: anything ending a cancelled turn is aborted ---------------------------------------------
 
 
 async def test_a_failure_racing_the_cancel_is_recorded_aborted() -> None:
@@ -623,12 +623,12 @@ async def test_a_cancel_in_a_session_observer_with_a_full_inbox_still_cancels() 
     assert len(session.inbox.next_turn) == 1
 
 
-# -- §12.1, §12.3, §12.6 --------------------------------------------------------------------------
+# -- K21, K5, K16 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("where", ["turn-ended listener", "checkpoint flush", "idle listener"])
 async def test_no_wake_is_lost_while_the_driver_winds_down(where: str) -> None:
-    # §12.1: a followup sent at any point of the driver's exit runs.
+    # K8, K21: a followup sent at any point of the driver's exit runs.
     session = GatedSession()
     if where == "checkpoint flush":
         session.hold_at = 0
@@ -658,7 +658,7 @@ async def test_no_wake_is_lost_while_the_driver_winds_down(where: str) -> None:
 
 
 async def test_cancel_clears_before_it_aborts() -> None:
-    # §12.3: observers of the drop still see the controller uncancelled.
+    # K5 (clear, then cancel): observers of the drop still see the controller uncancelled.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -680,7 +680,7 @@ async def test_cancel_clears_before_it_aborts() -> None:
 
 
 async def test_an_internal_failure_answers_every_call() -> None:
-    # §12.6: the scheduler fails before any call starts; each call still gets a result (with
+    # K16: the scheduler fails before any call starts; each call still gets a result (with
     # a not-dispatched code) before step/end, and the turn ends error.
     class Broken(GatedTool):
         @property

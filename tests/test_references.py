@@ -1,0 +1,82 @@
+"""Every reference in the repository leads somewhere inside it (the repository is
+self-contained: a porter can follow every citation).
+
+- every ``spec/<file>.md`` path named in code, tests, docs, notes or the spec exists;
+- every rule id cited (``K14``, ``R5``, ``C5``, ``I3``) is defined in spec/ (as ``**K14 —``);
+- nothing cites a document or a tracker outside the repository ("DESIGN §12", "issue 2",
+  "item 8", "dsh-semantics.md", "digest §e.4").
+
+The checks are functions over text, so ``test_the_checks_can_fail`` shows each one failing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCANNED = ("trio_agent", "tests", "docs", "bench", "spec", "notes", "scripts")
+SUFFIXES = {".py", ".md", ".json", ".txt", ".sh", ".toml"}
+
+SPEC_PATH = re.compile(r"spec/[A-Za-z0-9_./-]+?\.md\b")
+RULE_DEF = re.compile(r"\*\*([KRCI]\d+)\b")
+RULE_CITE = re.compile(r"(?<![\w./-])([KRCI]\d+)\b(?![\w.-])")
+OUTSIDE = re.compile(
+    r"DESIGN(?:\.md| §)|dsh-semantics|§12\.\d|digest §|\bissue \d+|\bitem \d+", re.IGNORECASE
+)
+
+
+def defined_rules(spec_texts: Iterable[str]) -> set[str]:
+    return {m for text in spec_texts for m in RULE_DEF.findall(text)}
+
+
+def broken(text: str, *, rules: set[str], exists: set[str]) -> list[str]:
+    """The references of ``text`` that lead nowhere (empty when all are fine)."""
+    out = [f"missing {p}" for p in SPEC_PATH.findall(text) if p not in exists]
+    out += [f"undefined rule {r}" for r in RULE_CITE.findall(text) if r not in rules]
+    out += [f"outside citation {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    return out
+
+
+def scanned_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    for top in SCANNED:
+        files += [
+            p
+            for p in (ROOT / top).rglob("*")
+            if p.suffix in SUFFIXES and p.is_file() and "golden" not in p.parts
+        ]
+    return [p for p in files if p != Path(__file__).resolve()]
+
+
+def spec_state() -> tuple[set[str], set[str]]:
+    specs = sorted((ROOT / "spec").glob("*.md"))
+    exists = {str(p.relative_to(ROOT)) for p in specs}
+    return defined_rules(p.read_text(encoding="utf-8") for p in specs), exists
+
+
+def test_every_reference_leads_inside_the_repository() -> None:
+    rules, exists = spec_state()
+    assert {"K1", "R1", "C1", "I1"} <= rules, "the rule definitions are no longer found"
+    problems = [
+        f"{path.relative_to(ROOT)}: {problem}"
+        for path in scanned_files()
+        for problem in broken(path.read_text(encoding="utf-8", errors="replace"), rules=rules,
+                              exists=exists)
+    ]  # fmt: skip
+    assert problems == []
+
+
+def test_the_checks_can_fail() -> None:
+    rules, exists = spec_state()
+    good = "spec/cancel.md K14; spec/recovery.md R5; C5 of spec/consumed-work.md"
+    assert broken(good, rules=rules, exists=exists) == []
+    assert broken("see spec/nowhere.md", rules=rules, exists=exists) == [
+        "missing spec/nowhere.md"
+    ]
+    assert broken("pins K99", rules=rules, exists=exists) == ["undefined rule K99"]
+    for bad in ("DESIGN §12.2", "as in issue 2", "item 8 of it", "dsh-semantics.md"):
+        assert broken(bad, rules=rules, exists=exists) == [
+            f"outside citation {OUTSIDE.search(bad).group(0)!r}"  # type: ignore[union-attr]
+        ], bad
