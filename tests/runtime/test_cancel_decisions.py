@@ -26,6 +26,7 @@ from runtime_fakes import (
 )
 
 from trio_agent.log import fold_consumed_work
+from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.models import ScriptedModel
 from trio_agent.runtime import (
     CancelCause,
@@ -666,7 +667,7 @@ async def test_a_cancel_in_a_session_observer_with_a_full_inbox_still_cancels() 
         agent.followup("queued")
 
         def on_event(e: Any) -> None:
-            if e.type == "agent/inbox/spliced" and "removedCount" not in e.data:
+            if e.type == "agent/inbox/spliced" and splice_kind(e.data) is SpliceKind.INSERT:
                 agent.cancel(CancelCause.user())
 
         session.subscribe(on_event)

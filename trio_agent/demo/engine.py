@@ -42,8 +42,8 @@ import trio
 from ..log import (
     Event,
     Header,
-    closers_for,
     fold_consumed_work,
+    repair_closers,
     scan_log,
     truncate_open_turn,
 )
@@ -328,7 +328,7 @@ class Run:
         async with JsonlStore(self.root, reap_orphans=None) as store:
             inspected = await store.inspect(self.session_id)
         closers = inspected[len(scan.events) :]
-        if [e.type for e in closers] != [e.type for e in closers_for(scan.checker, scan.last_time)]:
+        if [e.type for e in closers] != [e.type for e in repair_closers(scan.checker)]:
             raise DemoError("store.inspect and the pure core disagree about the closers")
         after = self.log_path.read_bytes()
         self.before_recovery = before

@@ -50,6 +50,7 @@ from ..runtime import (
     open_agent,
 )
 from ..store import JsonlStore
+from ..tools.procgroup import reap_orphans
 from ..tools.subprocess_tool import BashTool
 from . import reports as r
 
@@ -224,7 +225,7 @@ def _run_command(line: bytes, agent: Agent, tracker: Tracker) -> bool:
 async def run_worker(args: argparse.Namespace) -> None:
     script = orjson.loads(args.script)
     report(r.Hello(pid=os.getpid(), mode=args.mode))
-    async with JsonlStore(args.root) as store:
+    async with JsonlStore(args.root, reap_orphans=reap_orphans) as store:
         if args.mode == "create":
             session = await store.create(args.session)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 from .events import Event, Header
 from .rules import REPAIR_ONLY_CODES
 from .scan import TornTail
+from .splice import SpliceKind, splice_kind
 
 _RED, _YELLOW, _DIM, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[2m", "\x1b[1m", "\x1b[0m"
 
@@ -99,13 +100,13 @@ def describe(event: Event, *, full: bool = False) -> str:
 
 def _describe_splice(d: Any, *, full: bool = False) -> str:
     target = d["target"]
-    removed = d.get("removedCount", 0)
+    kind = splice_kind(d)
     ids = ", ".join(_quote(m["text"], None if full else 24) for m in d["inserted"])
-    if "outcome" in d:
-        what = f"DROPPED {removed} queued from {target}"
+    if kind is SpliceKind.DROP:
+        what = f"DROPPED {d['removedCount']} queued from {target}"
         return what + (f", re-queued {ids}" if ids else " (never ran)")
-    if removed:
-        return f"claim {removed} from {target}"
+    if kind is SpliceKind.CLAIM:
+        return f"claim {d['removedCount']} from {target}"
     return f"queue {target} {ids}"
 
 
@@ -113,7 +114,7 @@ def _emphasis(event: Event) -> str | None:
     d: Any = event.data
     if event.type == "turn/end" and d["reason"]["kind"] in ("aborted", "interrupted", "error"):
         return _RED
-    if event.type == "agent/inbox/spliced" and "outcome" in d:
+    if event.type == "agent/inbox/spliced" and splice_kind(d) is SpliceKind.DROP:
         return _YELLOW
     if event.type == "tool/result" and d.get("error"):
         return _YELLOW

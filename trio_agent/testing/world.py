@@ -49,6 +49,7 @@ import trio.testing
 
 from ..log.codec import event_to_json
 from ..log.events import Event
+from ..log.splice import SpliceKind, splice_kind
 from ..runtime import (
     Agent,
     AgentError,
@@ -372,7 +373,7 @@ class World:
         if kind == "turn/start":
             self.reach("turn/start:after")
         elif kind == "agent/inbox/spliced":
-            if "removedCount" in data and "outcome" not in data:
+            if splice_kind(data) is SpliceKind.CLAIM:
                 self.reach("claim:after")
         elif kind == "step/start":
             self.reach("step/start:after")
