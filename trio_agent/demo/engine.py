@@ -52,7 +52,7 @@ from ..tools.procgroup import reap_orphan_group
 from .log_tail import LogTail, ShrunkError, log_item, log_items, open_turn
 from .reports import BadReport, parse
 from .runtime_view import RuntimeView, Worker
-from .worker_process import Group, WorkerProcess, comm, group_alive, processes_under
+from .worker_process import Group, WorkerProcess, processes_under
 
 SESSION_ID: Final = "demo"
 
@@ -285,21 +285,11 @@ class Run:
         return bool(new)
 
     def poll_groups(self) -> bool:
-        changed = False
+        """Look the tool groups up in ``/proc`` again. True if any changed."""
         worker_alive = self.worker is not None and self.worker.state in ("starting", "running")
+        changed = False
         for group in self.groups.values():
-            pids = group_alive(group.pgid, group.identity)
-            members = [f"{pid} {comm(pid)}" for pid in pids]
-            alive = bool(pids)
-            orphaned = alive and not worker_alive
-            if (
-                members != group.members
-                or alive != group.alive
-                or (orphaned and not group.was_orphaned)
-            ):
-                group.members, group.alive = members, alive
-                group.was_orphaned = group.was_orphaned or orphaned
-                changed = True
+            changed = group.refresh(worker_alive=worker_alive) or changed
         if changed:
             self.notify()
         return changed
@@ -374,17 +364,8 @@ class Run:
                 if item["seq"] in dropped:
                     item["would"] = "drop"
         fold = fold_consumed_work(self.events)
-        groups = [
-            {
-                "pgid": g.pgid,
-                "callId": g.call_id,
-                "alive": g.alive,
-                "members": g.members,
-                "orphaned": g.alive and not (self.worker and self.worker.state == "running"),
-                "wasOrphaned": g.was_orphaned,
-            }
-            for g in self.groups.values()
-        ]
+        worker_running = self.worker is not None and self.worker.state == "running"
+        groups = [g.to_json(worker_running=worker_running) for g in self.groups.values()]
         progress = self.progress()
         runtime = self.runtime.to_json()
         notes = runtime.pop("notes")

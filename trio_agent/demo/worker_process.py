@@ -175,6 +175,33 @@ class Group:
     alive: bool = True
     was_orphaned: bool = False
 
+    def refresh(self, *, worker_alive: bool) -> bool:
+        """Look the group up in ``/proc`` again; a group alive while no worker runs is
+        orphaned (and stays marked so). True if anything changed."""
+        pids = group_alive(self.pgid, self.identity)
+        members = [f"{pid} {comm(pid)}" for pid in pids]
+        alive = bool(pids)
+        orphaned = alive and not worker_alive
+        if (
+            members == self.members
+            and alive == self.alive
+            and not (orphaned and not self.was_orphaned)
+        ):
+            return False
+        self.members, self.alive = members, alive
+        self.was_orphaned = self.was_orphaned or orphaned
+        return True
+
+    def to_json(self, *, worker_running: bool) -> dict[str, Any]:
+        return {
+            "pgid": self.pgid,
+            "callId": self.call_id,
+            "alive": self.alive,
+            "members": self.members,
+            "orphaned": self.alive and not worker_running,
+            "wasOrphaned": self.was_orphaned,
+        }
+
 
 def comm(pid: int) -> str:
     """The process's command name, or ``?``."""
