@@ -12,7 +12,6 @@ import pytest
 from store_helpers import read_log, sha256
 from store_workload import workload
 
-from trio_agent.log import Event
 from trio_agent.store import (
     JsonlStore,
     Session,
@@ -130,9 +129,3 @@ async def test_list_escapes_ids_and_skips_stray_entries(tmp_path: Path) -> None:
         assert await store.list() == sorted(ids)
     assert {p.name for p in (tmp_path / "root").iterdir()} >= {escape_id(i) for i in ids}
     assert not (tmp_path / "x").exists()
-
-
-def test_events_are_typed() -> None:
-    assert Event(0, 0, "turn/start", {"turn": 1}).type == "turn/start"
-
-
