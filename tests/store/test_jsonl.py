@@ -11,7 +11,6 @@ import pytest
 from store_helpers import read_log, sha256
 from store_setup import Clock, open_turn, play
 
-from trio_agent.log import Event
 from trio_agent.store import (
     JsonlStore,
     SessionLocked,
@@ -107,9 +106,3 @@ async def test_list_escapes_ids_and_skips_stray_entries(tmp_path: Path) -> None:
         assert await store.list() == sorted(ids)
     assert {p.name for p in (tmp_path / "root").iterdir()} >= {escape_id(i) for i in ids}
     assert not (tmp_path / "x").exists()
-
-
-def test_events_are_typed() -> None:
-    assert Event(0, 0, "turn/start", {"turn": 1}).type == "turn/start"
-
-

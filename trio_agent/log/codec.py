@@ -6,7 +6,6 @@ benchmark in bench/bench_log.py is why it is here (notes/2026-12-02-orjson.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import attrs
@@ -172,9 +171,3 @@ def split_log(data: bytes) -> SplitLog:
         return SplitLog(None, [], torn, 0)
     parts = data[: end - 1].split(b"\n")
     return SplitLog(parts[0], list(enumerate(parts[1:], start=2)), torn, end)
-
-
-def iter_events(split: SplitLog) -> Iterator[tuple[int, Event]]:
-    """Decode the complete event lines in order, yielding ``(line_no, event)``."""
-    for line_no, line in split.lines:
-        yield line_no, decode_event(line, line_no)
