@@ -4,6 +4,7 @@ where, the exit code ``trio-agent run --help`` lists, never a traceback (spec/cl
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,9 +18,11 @@ from trio_agent.log import Header, encode_header
 CLI = [sys.executable, "-m", "trio_agent"]
 
 
-def run(root: Path | str, *extra: str | bytes) -> subprocess.CompletedProcess[str]:
+def run(
+    root: Path | str, *extra: str | bytes, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, "run", "--root", str(root), *extra],
+        [*prefix, *CLI, "run", "--root", str(root), *extra],
         capture_output=True,
         text=True,
         check=False,
@@ -149,12 +152,28 @@ def test_a_missing_root_is_created_one_level(tmp_path: Path) -> None:
     assert (root / "default" / "session.jsonl").is_file()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+#: Root ignores directory permissions through CAP_DAC_OVERRIDE; under root the command runs
+#: without it (and without CAP_DAC_READ_SEARCH), so the permission bits decide as for a user.
+WITHOUT_DAC: tuple[str, ...] = (
+    (
+        "setpriv",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--bounding-set=-dac_override,-dac_read_search",
+    )
+    if os.geteuid() == 0
+    else ()
+)
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="root ignores directory permissions and setpriv is missing",
+)
 def test_a_root_without_write_permission(tmp_path: Path) -> None:
     root = tmp_path / "ro"
     root.mkdir(mode=0o500)
     try:
-        line = one_line(run(root), 2)
+        line = one_line(run(root, prefix=WITHOUT_DAC), 2)
     finally:
         root.chmod(0o700)
     assert line == f"{root}: --root is not writable (a session needs to create its log there)"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.procenv import child_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -24,9 +26,7 @@ def quick_start() -> str:
 
 
 def run_python(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["TMPDIR"] = str(tmp_path)  # the snippet's mkdtemp lands here
+    env = child_env(TMPDIR=str(tmp_path))  # the snippet's mkdtemp lands here
     return subprocess.run(
         [sys.executable, *args],
         cwd=tmp_path,

@@ -11,7 +11,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from demo_helpers import TAG_VAR, kill_tagged, wait_untagged
+from demo_helpers import TAG_VAR
+from support.polling import Hung, until_sync
+from support.proc import kill_tagged, tagged
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +23,9 @@ def leak_guard(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield tag
     # A hang guard, not a speed bar: processes a test ended may still be exiting on a loaded
     # machine; only one that is still alive after a minute is a leak.
-    left = wait_untagged(tag, timeout=60.0)
-    if left:
-        kill_tagged(tag)
+    try:
+        until_sync(lambda: not tagged(TAG_VAR, tag), guard=60.0, period=0.05)
+    except Hung:
+        left = tagged(TAG_VAR, tag)
+        kill_tagged(TAG_VAR, tag)
         pytest.fail(f"processes outlived the test: {left}")

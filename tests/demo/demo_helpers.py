@@ -1,4 +1,5 @@
-"""Helpers for the demo tests: /proc probes, a demo server subprocess, raw HTTP.
+"""Helpers for the demo tests: a demo server subprocess, raw HTTP (the /proc probes and the
+child environment are tests/support's).
 
 Waits poll real state; their bounds are hang guards, never expectations about speed.
 """
@@ -6,78 +7,16 @@ Waits poll real state; their bounds are hang guards, never expectations about sp
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import trio
+from support.procenv import REPO, child_env
 
 TAG_VAR = "TRIO_AGENT_DEMO_TEST_TAG"
-REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD = 60.0
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
-def _alive(pid: int) -> bool:
-    stat = _read(f"/proc/{pid}/stat").rpartition(b")")[2].split()
-    return bool(stat) and stat[0] not in (b"Z", b"X")
-
-
-def tagged(tag: str) -> dict[int, str]:
-    """Live processes (not zombies) whose environment carries ``tag``."""
-    needle = f"\0{TAG_VAR}={tag}\0".encode()
-    found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        pid = int(name)
-        if needle in b"\0" + _read(f"/proc/{pid}/environ") and _alive(pid):
-            found[pid] = _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace")
-    return found
-
-
-def wait_untagged(tag: str, timeout: float) -> dict[int, str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = tagged(tag)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
-
-
-def kill_tagged(tag: str) -> None:
-    for pid in tagged(tag):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def children_of(pid: int) -> list[int]:
-    """Live direct children of ``pid``."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        stat = _read(f"/proc/{name}/stat").rpartition(b")")[2].split()
-        if len(stat) > 1 and int(stat[1]) == pid and stat[0] not in (b"Z", b"X"):
-            out.append(int(name))
-    return out
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    return env
 
 
 class ServerProcess:

@@ -16,14 +16,10 @@ import orjson
 import pytest
 import trio
 import trio_websocket
-from demo_helpers import (
-    HANG_GUARD,
-    ServerProcess,
-    child_env,
-    children_of,
-    http,
-    server_process,
-)
+from demo_helpers import HANG_GUARD, ServerProcess, http, server_process
+from support.polling import until
+from support.proc import children_of
+from support.procenv import child_env
 
 from trio_agent.demo.server import MAX_MESSAGE
 from trio_agent.tools.procgroup import group_members
@@ -209,9 +205,10 @@ async def _start_tool(ws: trio_websocket.WebSocketConnection) -> dict[str, Any]:
 
 
 async def _gone(pids: list[int], pgid: int, server_pid: int) -> None:
-    with trio.fail_after(HANG_GUARD):
-        while group_members(pgid) or children_of(server_pid) or any(group_members(p) for p in pids):
-            await trio.sleep(0.05)
+    def gone() -> bool:
+        return not (group_members(pgid) or children_of(server_pid) or any(map(group_members, pids)))
+
+    await until(gone, guard=HANG_GUARD, period=0.05)
 
 
 @pytest.mark.parametrize("how", ["close", "drop"])

@@ -22,7 +22,8 @@ import termios
 from pathlib import Path
 
 import pytest
-from demo_helpers import HANG_GUARD, REPO, child_env
+from demo_helpers import HANG_GUARD
+from support.procenv import REPO, child_env
 
 from trio_agent.demo.scenarios import SCENARIOS
 from trio_agent.demo.terminal import Layout, display_width

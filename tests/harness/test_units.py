@@ -16,7 +16,12 @@ from trio_agent.testing.checks import (
     tear_last_line,
 )
 from trio_agent.testing.plan import FINAL_ENTRY, MENU, entry_kind, expected_chunks, plan_entry
-from trio_agent.testing.refmodel import ModelViolation, ReferenceModel
+from trio_agent.testing.refmodel import (
+    Controller,
+    MessageState,
+    ModelViolation,
+    ReferenceModel,
+)
 
 
 def ev(seq: int, type_: str, **data: Any) -> dict[str, Any]:
@@ -147,7 +152,7 @@ def feed(model: ReferenceModel, entries: list[dict[str, Any]]) -> None:
 def test_the_model_follows_a_woken_turn() -> None:
     model = ReferenceModel(["talk"])
     feed(model, WAKE)
-    assert model.controller == "bound" and model.messages["m1"] == "entered"
+    assert model.controller is Controller.BOUND and model.messages["m1"] is MessageState.ENTERED
     model.check_quiescent(
         {
             "status": "running",

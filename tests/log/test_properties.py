@@ -23,6 +23,7 @@ from trio_agent.log import (
     truncate_open_turn,
 )
 from trio_agent.log.schema import DATA_PREDICATES, SchemaError, validate_data
+from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.testing.loggen import generate_log
 
 logs = st.builds(generate_log, st.integers(0, 2**32), st.integers(1, 6))
@@ -82,9 +83,7 @@ def reference_fold(events: list[Event]) -> tuple[int | None, bool]:
             current = {"stepped": False, "claimed": False}
         elif e.type == "step/start" and current is not None:
             current["stepped"] = True
-        elif (
-            e.type == "agent/inbox/spliced" and "removedCount" in e.data and "outcome" not in e.data
-        ):
+        elif e.type == "agent/inbox/spliced" and splice_kind(e.data) is SpliceKind.CLAIM:
             if current is not None:
                 current["claimed"] = True
         elif e.type == "turn/end" and current is not None:
@@ -95,7 +94,7 @@ def reference_fold(events: list[Event]) -> tuple[int | None, bool]:
     end = turns[-1]["seq"] if turns else None
     dropped = any(
         e.type == "agent/inbox/spliced"
-        and e.data.get("outcome") == "canceled"
+        and splice_kind(e.data) is SpliceKind.DROP
         and not e.data["inserted"]
         and (end is None or e.seq > end)
         for e in events

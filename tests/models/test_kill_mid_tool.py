@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from support.polling import until
 
 from trio_agent.log import check_events
 from trio_agent.store import JsonlStore
@@ -34,10 +35,15 @@ def durable_events(path: Path) -> list[dict[str, Any]]:
 
 
 async def until_on_disk(path: Path, predicate: Any) -> list[dict[str, Any]]:
-    with trio.fail_after(HANG_GUARD):
-        while not predicate(events := durable_events(path)):
-            await trio.sleep(0.01)
-    return events
+    """The durable events, once ``predicate`` holds of them."""
+
+    def probe() -> tuple[list[dict[str, Any]]] | None:
+        events = durable_events(path)
+        return (events,) if predicate(events) else None  # a tuple: true even for no events
+
+    found = await until(probe, guard=HANG_GUARD, period=0.01)
+    assert found is not None
+    return found[0]
 
 
 def started_output(events: list[dict[str, Any]]) -> bool:

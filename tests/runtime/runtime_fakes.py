@@ -14,6 +14,7 @@ import attrs
 import trio
 
 from trio_agent.log.events import Event
+from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.models.base import ModelRequest, StepContext
 from trio_agent.runtime import Hooks, Reject, TurnContext
 from trio_agent.store import Session
@@ -33,12 +34,11 @@ def shape(events: Sequence[Event]) -> list[str]:
             err = d["reason"].get("error")
             out.append(f"turn/end {kind}" + (f" {err['code']}" if err else ""))
         elif t == "agent/inbox/spliced":
-            if "removedCount" not in d:
+            kind = splice_kind(d)
+            if kind is SpliceKind.INSERT:
                 out.append(f"insert {d['target']}")
-            elif d.get("outcome") == "canceled":
-                out.append(f"drop {d['target']} {d['removedCount']}")
-            else:
-                out.append(f"claim {d['target']} {d['removedCount']}")
+            else:  # "drop ..." or "claim ..."
+                out.append(f"{kind.value} {d['target']} {d['removedCount']}")
         elif t == "assistant/chunk":
             out.append(f"chunk {d['chunk']['type']}")
         elif t == "assistant/message":

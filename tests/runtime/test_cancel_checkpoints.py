@@ -286,7 +286,7 @@ async def test_a_running_body_has_fully_stopped_before_its_result() -> None:
 
 
 async def test_cancel_before_turn_start_writes_no_turn() -> None:
-    # Decision §12.2: the waking send does not claim; a cancel in the same tick finds the new
+    # K2: the waking send does not claim; a cancel in the same tick finds the new
     # controller already live, so no turn starts and the message is dropped.
     session = Session.in_memory()
     model = ScriptedModel()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from running import hanging, record, running_turn
 from runtime_fakes import (
     FakeModel,
     GatedSession,
@@ -26,6 +27,7 @@ from runtime_fakes import (
 )
 
 from trio_agent.log import fold_consumed_work
+from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.models import ScriptedModel
 from trio_agent.runtime import (
     CancelCause,
@@ -41,23 +43,11 @@ from trio_agent.runtime import (
 from trio_agent.store import Session
 
 
-def hanging() -> tuple[FakeModel, Wait]:
-    """A model whose first call streams "x" and hangs; later calls answer "ok"."""
-    hold = Wait()
-    return FakeModel([text("x"), hold, finish()]), hold
-
-
-def record(agent: Any) -> list[RuntimeEvent]:
-    seen: list[RuntimeEvent] = []
-    agent.subscribe(seen.append)
-    return seen
-
-
 def outcomes(seen: list[RuntimeEvent]) -> list[TurnOutcome]:
     return [e.outcome for e in seen if isinstance(e, TurnEnded)]
 
 
-# -- K4: causes ---------------------------------------------------------------------------------
+# -- K4: causes -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("bad", ["user", None, {"kind": "user"}, 1, CancelCause])
@@ -71,12 +61,9 @@ async def test_anything_but_a_cancel_cause_is_a_type_error(bad: Any) -> None:
 
 async def test_the_first_cause_wins_and_is_the_very_object() -> None:
     # cancel(parent) then cancel(user): the runtime cause is that parent object.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        seen = record(agent)
-        agent.followup("go")
-        await hold.reached.wait()
+    async with running_turn("go") as run:
+        session, agent = run.session, run.agent
+        seen = run.seen
         parent = CancelCause.parent()
         assert agent.cancel(parent) is True
         assert agent.cancel(CancelCause.user()) is False
@@ -89,15 +76,12 @@ async def test_the_first_cause_wins_and_is_the_very_object() -> None:
 
 async def test_a_user_cancel_keeps_its_cause_when_disposal_follows() -> None:
     # leaving open_agent while the user's cancel unwinds does not overwrite it.
-    session = Session.in_memory()
     tool = GatedTool()
     tool.fail_on_cancel = False
-    model = FakeModel([call("c1", "work"), finish("tool-calls")])
     user = CancelCause.user()
-    async with open_agent(session, model=model, tools=[tool]) as agent:
-        seen = record(agent)
-        agent.followup("go")
-        await tool.reached("c1").wait()
+    async with running_turn("go", tool=tool) as run:
+        agent = run.agent
+        seen = run.seen
         agent.cancel(user)
     (outcome,) = outcomes(seen)
     assert outcome.cause is user
@@ -161,11 +145,8 @@ async def test_idle_cancel_clears_staged_context_and_keep_inbox_writes_nothing()
 
 
 async def test_clear_order_is_next_step_then_next_turn() -> None:
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("run")
-        await hold.reached.wait()
+    async with running_turn("run") as run:
+        session, agent = run.session, run.agent
         agent.followup("turn item")
         agent.inject("step item")
         agent.cancel(CancelCause.user())
@@ -174,7 +155,7 @@ async def test_clear_order_is_next_step_then_next_turn() -> None:
     assert drops == ["drop next-step 1", "drop next-turn 1"]
 
 
-# -- K2 / §12.2: same-tick cancel ----------------------------------------------------------------
+# -- K2: same-tick cancel -------------------------------------------------------------------------
 
 
 async def test_two_waking_sends_in_one_tick_then_cancel() -> None:
@@ -268,11 +249,8 @@ async def test_send_cancel_send_in_one_tick() -> None:
 
 async def test_keep_inbox_parks_queued_work_until_a_later_wake() -> None:
     # the queued item stays, does not run by itself, and runs before the new message.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.followup("queued")
         agent.cancel(CancelCause.user(), keep_inbox=True)
         await agent.wait_idle()
@@ -288,13 +266,10 @@ async def test_keep_inbox_parks_queued_work_until_a_later_wake() -> None:
 
 async def test_a_wake_after_a_keep_inbox_cancel_is_latched_and_replays() -> None:
     # sent while the aborted turn unwinds, it runs after the turn closes.
-    session = Session.in_memory()
     tool = GatedTool()
-    model = FakeModel([call("c1", "work"), finish("tool-calls")])
-    async with open_agent(session, model=model, tools=[tool]) as agent:
-        seen = record(agent)
-        agent.followup("first")
-        await tool.reached("c1").wait()
+    async with running_turn(tool=tool) as run:
+        session, agent = run.session, run.agent
+        seen = run.seen
         agent.cancel(CancelCause.user(), keep_inbox=True)
         agent.followup("after")  # the body has not stopped yet: the wake is latched
         await agent.wait_idle()
@@ -305,11 +280,8 @@ async def test_a_wake_after_a_keep_inbox_cancel_is_latched_and_replays() -> None
 
 
 async def test_a_plain_cancel_drops_a_latched_wake() -> None:
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.user(), keep_inbox=True)
         agent.followup("latched")
         agent.cancel(CancelCause.user())
@@ -321,12 +293,9 @@ async def test_a_plain_cancel_drops_a_latched_wake() -> None:
 
 
 async def test_a_steer_after_an_abort_becomes_its_own_turn() -> None:
-    # Reference 6.4 / b.3
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    # K8: a steer after an abort targets next-turn.
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.user())
         agent.steer("redirect")
         await agent.wait_idle()
@@ -345,11 +314,8 @@ async def test_a_steer_after_an_abort_becomes_its_own_turn() -> None:
 
 async def test_a_steer_during_a_turn_then_cancel_is_never_entered() -> None:
     # the steer is dropped by the cancel and no follow-up turn starts.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.steer("more")
         agent.cancel(CancelCause.user())
         await agent.wait_idle()
@@ -358,12 +324,8 @@ async def test_a_steer_during_a_turn_then_cancel_is_never_entered() -> None:
 
 
 async def test_running_turn_plus_queued_tail_cancel_drops_the_tail() -> None:
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        agent.followup("tail")
-        await hold.reached.wait()
+    async with running_turn("first", "tail") as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.user())
         await agent.wait_idle()
     assert turn_ends(session.events) == ["aborted"]
@@ -382,12 +344,9 @@ async def test_running_turn_plus_queued_tail_cancel_drops_the_tail() -> None:
 async def test_a_latched_steer_whose_item_is_gone_replays_nothing() -> None:
     # adapted (there is no remove call; a keep_inbox-less cancel is what removes it):
     # the latch is reset and nothing replays, so no empty extra turn appears.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        seen = record(agent)
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
+        seen = run.seen
         agent.cancel(CancelCause.user(), keep_inbox=True)
         agent.steer("late")
         agent.cancel(CancelCause.user())
@@ -398,17 +357,14 @@ async def test_a_latched_steer_whose_item_is_gone_replays_nothing() -> None:
 
 async def test_disposed_never_latches() -> None:
     # a wake during a disposal's unwind is parked, not replayed.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.disposed(), keep_inbox=True)
         agent.followup("during unwind")
         await agent.wait_idle()
         assert turn_ends(session.events) == ["aborted"]
         assert [m["text"] for m in session.inbox.next_turn] == ["during unwind"]
-    assert len(model.requests) == 1
+    assert len(run.model.requests) == 1
 
 
 async def test_wait_idle_follows_a_replay_started_by_the_idle_listener() -> None:
@@ -463,11 +419,8 @@ async def test_wait_idle_resolves_after_a_same_tick_cancel() -> None:
 
 
 async def test_a_cancelled_turn_does_not_leak_into_the_next() -> None:
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.user())
         await agent.wait_idle()
         agent.followup("second")
@@ -475,7 +428,7 @@ async def test_a_cancelled_turn_does_not_leak_into_the_next() -> None:
     assert turn_ends(session.events) == ["aborted", "completed"]
 
 
-# -- K3 / K7: controllers ------------------------------------------------------------------------
+# -- K3 / K7: controllers -------------------------------------------------------------------------
 
 
 async def test_one_fresh_controller_per_turn_and_at_most_one_live() -> None:
@@ -559,17 +512,14 @@ async def test_a_stale_controller_cannot_cancel_a_new_turn() -> None:
     assert turn_ends(session.events) == ["completed", "completed"]
 
 
-# -- K19 / §12.9: anything ending a cancelled turn is aborted --------------------------------------
+# -- K19: anything ending a cancelled turn is aborted ---------------------------------------------
 
 
 async def test_a_failure_racing_the_cancel_is_recorded_aborted() -> None:
-    session = Session.in_memory()
     tool = GatedTool()
     tool.fail_on_cancel = True
-    model = FakeModel([call("c1", "work"), finish("tool-calls")])
-    async with open_agent(session, model=model, tools=[tool]) as agent:
-        agent.followup("go")
-        await tool.reached("c1").wait()
+    async with running_turn("go", tool=tool) as run:
+        session, agent = run.session, run.agent
         agent.cancel(CancelCause.user())
         await agent.wait_idle()
     assert shape(session.events)[-3:] == ["tool/result c1 ABORTED", "step/end", "turn/end aborted"]
@@ -658,15 +608,12 @@ async def test_a_send_from_inside_the_model_call_runs_as_the_next_turn() -> None
 async def test_a_cancel_in_a_session_observer_with_a_full_inbox_still_cancels() -> None:
     # K5: the clear is refused inside a session observer (observers must not
     # append), but the live turn is cancelled anyway; the queued item stays.
-    session = Session.in_memory()
-    model, hold = hanging()
-    async with open_agent(session, model=model) as agent:
-        agent.followup("first")
-        await hold.reached.wait()
+    async with running_turn() as run:
+        session, agent = run.session, run.agent
         agent.followup("queued")
 
         def on_event(e: Any) -> None:
-            if e.type == "agent/inbox/spliced" and "removedCount" not in e.data:
+            if e.type == "agent/inbox/spliced" and splice_kind(e.data) is SpliceKind.INSERT:
                 agent.cancel(CancelCause.user())
 
         session.subscribe(on_event)
@@ -676,12 +623,12 @@ async def test_a_cancel_in_a_session_observer_with_a_full_inbox_still_cancels() 
     assert len(session.inbox.next_turn) == 1
 
 
-# -- §12.1, §12.3, §12.6 --------------------------------------------------------------------------
+# -- K21, K5, K16 ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("where", ["turn-ended listener", "checkpoint flush", "idle listener"])
 async def test_no_wake_is_lost_while_the_driver_winds_down(where: str) -> None:
-    # §12.1: a followup sent at any point of the driver's exit runs.
+    # K8, K21: a followup sent at any point of the driver's exit runs.
     session = GatedSession()
     if where == "checkpoint flush":
         session.hold_at = 0
@@ -711,7 +658,7 @@ async def test_no_wake_is_lost_while_the_driver_winds_down(where: str) -> None:
 
 
 async def test_cancel_clears_before_it_aborts() -> None:
-    # §12.3: observers of the drop still see the controller uncancelled.
+    # K5 (clear, then cancel): observers of the drop still see the controller uncancelled.
     session = Session.in_memory()
     model, hold = hanging()
     async with open_agent(session, model=model) as agent:
@@ -733,7 +680,7 @@ async def test_cancel_clears_before_it_aborts() -> None:
 
 
 async def test_an_internal_failure_answers_every_call() -> None:
-    # §12.6: the scheduler fails before any call starts; each call still gets a result (with
+    # K16: the scheduler fails before any call starts; each call still gets a result (with
     # a not-dispatched code) before step/end, and the turn ends error.
     class Broken(GatedTool):
         @property

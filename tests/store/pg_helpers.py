@@ -3,8 +3,6 @@ wait for a database lease to lapse on the database clock (never a verdict on tim
 
 from __future__ import annotations
 
-import os
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +10,8 @@ from typing import Any
 
 import psycopg
 import trio
-from store_helpers import child_env
+from support.lines import LineReader
+from support.procenv import child_env
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "pg_child.py"
@@ -75,8 +74,7 @@ class Child:
             env=child_env(),
         )
         assert self.proc.stdout is not None
-        self._fd = self.proc.stdout.fileno()
-        self._buf = b""
+        self._lines = LineReader(self.proc.stdout.fileno(), what="pg_child.py", guard=HANG_GUARD)
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -88,16 +86,10 @@ class Child:
         self.proc.stdin.close()
 
     def read(self) -> list[str]:
-        while b"\n" not in self._buf:
-            ready, _, _ = select.select([self._fd], [], [], HANG_GUARD)
-            if not ready:
-                raise TimeoutError("child hung")
-            chunk = os.read(self._fd, 65536)
-            if not chunk:
-                raise EOFError(f"child exited ({self.proc.wait()})")
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode().split(" ")
+        try:
+            return self._lines.words()
+        except EOFError as exc:
+            raise EOFError(f"{exc} (exit status {self.proc.wait()})") from None
 
     async def aread(self) -> list[str]:
         return await trio.to_thread.run_sync(self.read)

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -16,20 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from support.lines import LineReader
+from support.procenv import child_env
 
 from trio_agent.log import Event, check_events, decode_event, split_log
 from trio_agent.store import FileOps
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 CHILD = HERE / "store_child.py"
 TIMEOUT = 30.0  # generous: only a hung child ever reaches it
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return env
 
 
 class Zygote:
@@ -43,8 +37,7 @@ class Zygote:
             env=child_env(),
         )
         assert self.proc.stdout is not None
-        self._fd = self.proc.stdout.fileno()
-        self._buf = b""
+        self._lines = LineReader(self.proc.stdout.fileno(), what="the zygote", guard=TIMEOUT)
         self._stash: list[list[str]] = []
 
     def _send(self, cmd: dict[str, Any]) -> None:
@@ -52,24 +45,12 @@ class Zygote:
         self.proc.stdin.write(orjson.dumps(cmd) + b"\n")
         self.proc.stdin.flush()
 
-    def _read(self) -> list[str]:
-        while b"\n" not in self._buf:
-            ready, _, _ = select.select([self._fd], [], [], TIMEOUT)
-            if not ready:
-                raise TimeoutError("no message from the zygote")
-            chunk = os.read(self._fd, 65536)
-            if not chunk:
-                raise EOFError("the zygote exited")
-            self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        return line.decode().split(" ")
-
     def _next(self, match: Callable[[list[str]], bool]) -> list[str]:
         for i, msg in enumerate(self._stash):
             if match(msg):
                 return self._stash.pop(i)
         while True:
-            msg = self._read()
+            msg = self._lines.words()
             if match(msg):
                 return msg
             self._stash.append(msg)

@@ -10,22 +10,19 @@ fencing for PostgreSQL) is tested in test_jsonl.py and test_postgres.py.
 from __future__ import annotations
 
 import os
-import random
-import time
-from collections.abc import Callable
 
 import pytest
 import trio
 import trio.testing
 from pg_helpers import TURN, Child, close_turn
 from store_kit import StoreKit
-from store_workload import workload
+from store_setup import Clock, open_turn, play, writer_of
+from support.polling import until
 
 from trio_agent.log import Event, check_events, encode_event
 from trio_agent.store import (
     LiveTurnOpen,
     PendingLimitExceeded,
-    Session,
     SessionClosed,
     SessionCorrupt,
     SessionExists,
@@ -34,28 +31,6 @@ from trio_agent.store import (
     StoreError,
     WriteFailed,
 )
-from trio_agent.store.writer import Writer
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
-
-
-def play(session: Session, turns: int, seed: int = 0) -> None:
-    rng = random.Random(seed)
-    for type_, data, _ in workload(rng, session.checker.last_turn + 1, f"x{seed}", turns):
-        session.append(type_, data)
-
-
-def open_turn(session: Session) -> None:
-    n = session.checker.last_turn + 1
-    session.append("turn/start", {"turn": n})
-    session.append("step/start", {"turn": n, "step": 1})
 
 
 def lines(events: list[Event]) -> list[bytes]:
@@ -298,18 +273,6 @@ async def test_append_from_another_thread_is_refused_and_records_nothing(
         assert len(s.events) == 0
         s.append("turn/start", {"turn": 1})
         await s.flush()
-
-
-async def until(predicate: Callable[[], bool]) -> None:
-    """Wait (real time, through a worker thread) until ``predicate()`` holds; no time limit."""
-    while not predicate():
-        await trio.to_thread.run_sync(time.sleep, 0.001)
-
-
-def writer_of(session: Session) -> Writer:
-    sink = session._sink
-    assert isinstance(sink, Writer)
-    return sink
 
 
 async def test_fixed_window_from_the_first_event(

@@ -5,42 +5,18 @@ from __future__ import annotations
 
 import fcntl
 import os
-import random
 from pathlib import Path
 
 import pytest
 from store_helpers import read_log, sha256
-from store_workload import workload
+from store_setup import Clock, open_turn, play
 
-from trio_agent.log import Event
 from trio_agent.store import (
     JsonlStore,
-    Session,
     SessionLocked,
     escape_id,
     repair_file,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
-
-
-def play(session: Session, turns: int, seed: int = 0) -> None:
-    rng = random.Random(seed)
-    for type_, data, _ in workload(rng, session.checker.last_turn + 1, f"x{seed}", turns):
-        session.append(type_, data)
-
-
-def open_turn(session: Session) -> None:
-    n = session.checker.last_turn + 1
-    session.append("turn/start", {"turn": n})
-    session.append("step/start", {"turn": n, "step": 1})
 
 
 async def test_create_layout_header_and_pid_sidecar(tmp_path: Path) -> None:
@@ -130,9 +106,3 @@ async def test_list_escapes_ids_and_skips_stray_entries(tmp_path: Path) -> None:
         assert await store.list() == sorted(ids)
     assert {p.name for p in (tmp_path / "root").iterdir()} >= {escape_id(i) for i in ids}
     assert not (tmp_path / "x").exists()
-
-
-def test_events_are_typed() -> None:
-    assert Event(0, 0, "turn/start", {"turn": 1}).type == "turn/start"
-
-

@@ -11,8 +11,6 @@ traceback.
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -21,20 +19,14 @@ from typing import Any
 import pytest
 import trio
 from pg_cluster import Cluster
-from pg_helpers import force_expiry, rows
-from store_helpers import child_env
+from pg_helpers import TURN, force_expiry, rows
+from support.lines import LineReader
+from support.procenv import child_env
 
 from trio_agent.log import encode_event
 from trio_agent.store import PostgresStore, postgres
 
 HANG_GUARD = 120.0  # only a hung CLI ever reaches it
-
-TURN = [
-    ("turn/start", {"turn": 1}),
-    ("step/start", {"turn": 1, "step": 1}),
-    ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "hi"}}),
-]
-
 
 def trio_agent(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -215,36 +207,6 @@ def test_store_directory_keeps_the_jsonl_meaning(tmp_path: Path) -> None:
     assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("s1 ")
 
 
-class Lines:
-    """Lines of a pipe, read with a hang guard (never a verdict timeout)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._buf = b""
-
-    def until(self, needle: str) -> list[str]:
-        seen: list[str] = []
-        while True:
-            while b"\n" not in self._buf:
-                ready, _, _ = select.select([self._fd], [], [], HANG_GUARD)
-                if not ready:
-                    raise TimeoutError(f"no {needle!r} in {seen}")
-                chunk = os.read(self._fd, 65536)
-                if not chunk:
-                    raise EOFError(f"no {needle!r} in {seen}")
-                self._buf += chunk
-            line, _, self._buf = self._buf.partition(b"\n")
-            seen.append(line.decode())
-            if needle in seen[-1]:
-                return seen
-
-    def rest(self) -> str:
-        parts = [self._buf]
-        while chunk := os.read(self._fd, 65536):
-            parts.append(chunk)
-        return b"".join(parts).decode()
-
-
 async def test_run_stops_when_another_owner_takes_the_session_over(
     uri: str, pg_dsn: str
 ) -> None:
@@ -261,7 +223,10 @@ async def test_run_stops_when_another_owner_takes_the_session_over(
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        out, errs = Lines(proc.stdout.fileno()), Lines(proc.stderr.fileno())
+        out, errs = (
+            LineReader(proc.stdout.fileno(), what="run's stdout", guard=HANG_GUARD),
+            LineReader(proc.stderr.fileno(), what="run's stderr", guard=HANG_GUARD),
+        )
         errs.until("Type a shell command")
         proc.stdin.write(b"sleep 1000\n")
         proc.stdin.flush()

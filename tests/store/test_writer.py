@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import errno
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,8 @@ import pytest
 import trio
 import trio.testing
 from store_helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_log
+from store_setup import writer_of
+from support.polling import until
 
 from trio_agent.log import encode_event
 from trio_agent.store import (
@@ -26,22 +26,6 @@ from trio_agent.store import (
     Session,
     WriteFailed,
 )
-from trio_agent.store.writer import Writer
-
-
-async def eventually(predicate: Callable[[], bool]) -> None:
-    """Wait (in real time, through a worker thread) until ``predicate()`` holds."""
-    for _ in range(5000):
-        if predicate():
-            return
-        await trio.to_thread.run_sync(time.sleep, 0.001)
-    raise AssertionError("condition never became true")
-
-
-def writer_of(session: Session) -> Writer:
-    sink = session._sink
-    assert isinstance(sink, Writer)
-    return sink
 
 
 def turn(session: Session, n: int) -> None:
@@ -94,10 +78,10 @@ async def test_events_during_a_write_form_the_next_batch(
         s.append("step/start", {"turn": 1, "step": 1})
         s.append("step/end", {"turn": 1, "step": 1})
         ops.hold.set()
-        await eventually(lambda: w.batches == 1)
+        await until(lambda: w.batches == 1)
         assert w.pending_events == 2
         mock_clock.jump(0.020)
-        await eventually(lambda: w.batches == 2)
+        await until(lambda: w.batches == 2)
         assert [e.seq for e in on_disk(store.path_of("s"))] == [0, 1, 2]
 
 
@@ -203,14 +187,16 @@ async def test_background_failure_is_retried_without_a_flush(
         ops.fail["fsync"] = [EIO, EIO]
         turn(s, 1)
         mock_clock.jump(0.020)
-        await eventually(lambda: ops.calls["fsync"] >= 2)  # header + failed batch
+        await until(lambda: ops.calls["fsync"] >= 2)  # header + failed batch
         await trio.testing.wait_all_tasks_blocked()
         assert w.batches == 0 and w.pending_events == 7
-        for _ in range(5000):  # let virtual time pass until the retries (20 ms, 40 ms) are done
-            if w.batches:
-                break
-            mock_clock.jump(0.050)
-            await trio.to_thread.run_sync(time.sleep, 0.001)
+
+        def retried() -> bool:  # let virtual time pass until the retries (20 ms, 40 ms) are done
+            if not w.batches:
+                mock_clock.jump(0.050)
+            return w.batches > 0
+
+        await until(retried)
         assert w.batches == 1 and ops.calls["fsync"] == 4  # header, two failures, success
         assert on_disk(store.path_of("s")) == list(s.events)
         await s.flush()

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from tools_testlib import REPO_ROOT, Recorder, runtime_killed_mid_tool, until
+from support.polling import until
+from support.procenv import REPO
+from tools_testlib import Recorder, runtime_killed_mid_tool
 
 import trio_agent.tools.procgroup as procgroup
 from trio_agent.tools.procgroup import MARKER_VAR, identity_marker, reap_orphan_group, run_group
@@ -147,7 +149,7 @@ async def test_repair_write_stops_the_orphan_unless_no_reap(tmp_path: Path, no_r
         argv = [sys.executable, "-m", "trio_agent", "repair", "--write", str(log)]
         done = await trio.run_process(
             [*argv, "--no-reap"] if no_reap else argv, capture_stdout=True, capture_stderr=True,
-            check=False, cwd=REPO_ROOT,
+            check=False, cwd=REPO,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         stopped = b"was stopped during recovery" in log.read_bytes()

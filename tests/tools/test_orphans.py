@@ -14,14 +14,14 @@ import sys
 
 import pytest
 import trio
+from support.polling import until
+from support.proc import alive
 from tools_testlib import (
     PONG_CHILD,
     LineReader,
-    alive,
     ping,
     ppid,
     runtime_killed_mid_tool,
-    until,
     wait_gone,
     wait_members,
 )

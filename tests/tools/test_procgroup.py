@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from tools_testlib import alive, state, until, wait_members
+from support.polling import until
+from support.proc import alive
+from tools_testlib import state, wait_members
 
 from trio_agent.tools.procgroup import (
     boot_id,

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import trio
-from tools_testlib import HANG_GUARD, Recorder, alive, pgid_and_sid, ppid, until, wait_gone
+from support.polling import until
+from support.proc import alive
+from tools_testlib import HANG_GUARD, Recorder, pgid_and_sid, ppid, wait_gone
 
 from trio_agent.tools.procgroup import (
     GroupResult,

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 import trio
-from tools_testlib import HANG_GUARD, Recorder, until
+from support.polling import until
+from tools_testlib import HANG_GUARD, Recorder
 
 from trio_agent.tools.base import Tool, ToolCall, ToolOutcome
 from trio_agent.tools.procgroup import group_members

@@ -1,6 +1,7 @@
 """Shared helpers for the process-group tests: a recording tool context and /proc probes.
 
-Waiting helpers poll real /proc state; their ``fail_after`` bounds are hang guards only.
+Waiting helpers poll real /proc state (with tests/support's ``until`` and ``alive``);
+their bounds are hang guards only.
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
+from support.polling import until
+from support.proc import alive
+from support.procenv import child_env
 
-from trio_agent.tools.base import ControllerView, Stream
+from trio_agent.cancel import ControllerView
+from trio_agent.tools.base import Stream
 from trio_agent.tools.procgroup import GroupResult, group_members
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
@@ -54,23 +58,12 @@ def ppid(pid: int) -> int | None:
         return None
 
 
-def alive(pid: int) -> bool:
-    return state(pid) not in (None, "Z", "X")
-
-
 def pgid_and_sid(pid: int) -> tuple[int, int]:
     """Independent of the code under test: ask ps(1)."""
     out = subprocess.run(
         ["ps", "-o", "pgid=,sid=", "-p", str(pid)], capture_output=True, text=True, check=True
     ).stdout.split()
     return int(out[0]), int(out[1])
-
-
-async def until(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` until it holds (hang-guarded)."""
-    with trio.fail_after(HANG_GUARD):
-        while not predicate():
-            await trio.sleep(0.005)
 
 
 async def wait_members(pgid: int, count: int) -> list[int]:
@@ -172,8 +165,6 @@ class Recorder:
         return {"on_spawned": self.spawned, "on_output": self.output, "on_abort": self.on_abort}
 
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 #: A stand-in for the agent runtime: runs a tool through run_group and reports the group
 #: the way ``tool/spawned`` would record it.
 RUNTIME = """
@@ -197,9 +188,8 @@ async def runtime_killed_mid_tool(
     """Start :data:`RUNTIME` running ``script``, wait until ``started(pgid, identity)`` holds
     (hang-guarded), SIGKILL the runtime; return the orphaned ``(pgid, identity)`` and the dead
     runtime's pid."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     runtime = await trio.lowlevel.open_process(
-        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=env
+        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=child_env()
     )
     assert runtime.stdout is not None
     try:

@@ -13,7 +13,6 @@ from .codec import (
     encode_header,
     event_from_json,
     event_to_json,
-    iter_events,
     split_log,
 )
 from .consumed import FOLD_TYPES, ConsumedFold, ConsumedWork, fold_consumed_work
@@ -24,9 +23,6 @@ from .events import (
     STEP_SCOPED,
     Event,
     Header,
-    converter,
-    to_data,
-    typed,
 )
 from .inbox import InboxProjection, SpliceError
 from .repair import (
@@ -34,12 +30,14 @@ from .repair import (
     OTHER_HOST_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     STOPPED_DURING_RECOVERY_TEXT,
-    closers_for,
+    Orphan,
+    Reaping,
     repair_closers,
     spawn_boot_id,
 )
 from .rules import RULES
 from .scan import LineScan, Scan, TornTail, lines_of, scan_lines, scan_log
+from .splice import Splice, SpliceKind, classify_splice, splice_kind
 from .truncate import TruncateFold, TruncateReport, truncate_open_turn
 
 __all__ = [
@@ -62,16 +60,19 @@ __all__ = [
     "LogChecker",
     "LogError",
     "LogViolation",
+    "Orphan",
+    "Reaping",
     "Scan",
+    "Splice",
     "SpliceError",
+    "SpliceKind",
     "SplitLog",
     "TornTail",
     "TruncateFold",
     "TruncateReport",
     "UnreadableLineError",
     "check_events",
-    "closers_for",
-    "converter",
+    "classify_splice",
     "decode_event",
     "decode_header",
     "encode_event",
@@ -79,14 +80,12 @@ __all__ = [
     "event_from_json",
     "event_to_json",
     "fold_consumed_work",
-    "iter_events",
     "lines_of",
     "repair_closers",
     "scan_lines",
     "scan_log",
     "spawn_boot_id",
+    "splice_kind",
     "split_log",
-    "to_data",
     "truncate_open_turn",
-    "typed",
 ]

@@ -6,7 +6,6 @@ benchmark in bench/bench_log.py is why it is here (notes/2026-12-02-orjson.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import attrs
@@ -60,12 +59,22 @@ def decode_header(line: bytes) -> Header:
     return Header(id=ident, created_at=created)
 
 
+#: The JSON string of every v1 event type, encoded once: a line is built around it.
+TYPE_JSON: Final = {name: orjson.dumps(name) for name in DATA_PREDICATES}
+#: The one event line: ``EVENT_LINE % (seq, time, TYPE_JSON[type], orjson.dumps(data))``. Key
+#: order is the envelope's (seq, time, type, data); the bytes are those of ``orjson.dumps`` of
+#: the whole envelope. ``Session.append`` fills it in place with the data bytes it validated,
+#: so an append encodes its data once.
+EVENT_LINE: Final = b'{"seq":%d,"time":%d,"type":%b,"data":%b}\n'
+
+
 def encode_event(event: Event) -> bytes:
-    """One event line, newline included. Key order is the envelope's: seq, time, type, data."""
-    return (
-        orjson.dumps({"seq": event.seq, "time": event.time, "type": event.type, "data": event.data})
-        + b"\n"
-    )
+    """One event line, newline included (:data:`EVENT_LINE` of the event)."""
+    try:
+        type_json = TYPE_JSON[event.type]
+    except KeyError:  # not a v1 type: only an unchecked event gets here
+        type_json = orjson.dumps(event.type)
+    return EVENT_LINE % (event.seq, event.time, type_json, orjson.dumps(event.data))
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
@@ -162,9 +171,3 @@ def split_log(data: bytes) -> SplitLog:
         return SplitLog(None, [], torn, 0)
     parts = data[: end - 1].split(b"\n")
     return SplitLog(parts[0], list(enumerate(parts[1:], start=2)), torn, end)
-
-
-def iter_events(split: SplitLog) -> Iterator[tuple[int, Event]]:
-    """Decode the complete event lines in order, yielding ``(line_no, event)``."""
-    for line_no, line in split.lines:
-        yield line_no, decode_event(line, line_no)

@@ -12,6 +12,7 @@ from typing import Final
 import attrs
 
 from .events import Event
+from .splice import SpliceKind, splice_kind
 
 
 @attrs.frozen
@@ -54,9 +55,10 @@ class ConsumedFold:
         elif kind == "step/start":
             self._stepped.add(data["turn"])
         elif kind == "agent/inbox/spliced":
-            if "removedCount" not in data:
+            splice = splice_kind(data)
+            if splice is SpliceKind.INSERT:
                 return  # C3: a pure insert consumes nothing
-            if data.get("outcome") == "canceled":
+            if splice is SpliceKind.DROP:
                 if not data["inserted"]:
                     self._dropped = True  # C3: a replacement keeps work pending; a removal drops
             elif self._open_turn is not None:

@@ -1,16 +1,15 @@
 """Log format v1: the header, the event envelope and the data of every event type.
 
 The attrs classes below are the single description of each event's ``data`` (spec/log.md).
-They serve three purposes:
+They serve two purposes:
 
-* typed construction and access through :data:`converter` (one cattrs converter; Python
-  attribute names are snake_case, wire names camelCase);
 * the JSON Schema in ``spec/schema/`` is checked against them by the tests;
 * :mod:`trio_agent.log.schema` compiles them into the fast validators used on every decoded
-  line (rule ``I0``), so the hot path never instantiates these classes.
+  line (rule ``I0``), so no code path instantiates these classes.
 
-On the hot path an event is an :class:`Event` whose ``data`` is the decoded JSON object, kept
-as written (lossless round trip).
+An event is an :class:`Event` whose ``data`` is the decoded JSON object, kept as written
+(lossless round trip). Python attribute names are snake_case, wire names camelCase
+(:func:`wire_name`).
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final, Literal
 
 import attrs
-import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 FORMAT_VERSION: Final = 1
 
@@ -155,12 +152,16 @@ class ResultError:
 
 @attrs.frozen
 class TurnStart:
+    """``turn/start``: opens turn ``turn`` (spec/log.md §``turn/start``)."""
+
     TYPE: ClassVar[str] = "turn/start"
     turn: int = attrs.field(metadata=_POS)
 
 
 @attrs.frozen
 class TurnEnd:
+    """``turn/end``: closes the open turn with a ``reason`` (spec/log.md §``turn/end``)."""
+
     TYPE: ClassVar[str] = "turn/end"
     turn: int = attrs.field(metadata=_POS)
     reason: TurnEndReason = attrs.field()
@@ -168,6 +169,8 @@ class TurnEnd:
 
 @attrs.frozen
 class StepStart:
+    """``step/start``: opens step ``step`` (spec/log.md §``step/start``, ``step/end``)."""
+
     TYPE: ClassVar[str] = "step/start"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -175,6 +178,8 @@ class StepStart:
 
 @attrs.frozen
 class StepEnd:
+    """``step/end``: closes step ``step`` (spec/log.md §``step/start``, ``step/end``)."""
+
     TYPE: ClassVar[str] = "step/end"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -182,7 +187,7 @@ class StepEnd:
 
 @attrs.frozen
 class InboxSpliced:
-    """Every inbox mutation. A claim is a removal without ``outcome`` (spec/log.md)."""
+    """``agent/inbox/spliced``: one inbox mutation (spec/log.md §``agent/inbox/spliced``)."""
 
     TYPE: ClassVar[str] = "agent/inbox/spliced"
     target: InboxTarget
@@ -194,6 +199,8 @@ class InboxSpliced:
 
 @attrs.frozen
 class UserMessage:
+    """``user/message``: a message entered into the step (spec/log.md §``user/message``)."""
+
     TYPE: ClassVar[str] = "user/message"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -202,6 +209,8 @@ class UserMessage:
 
 @attrs.frozen
 class AssistantChunk:
+    """``assistant/chunk``: one streamed model chunk (spec/log.md §``assistant/chunk``)."""
+
     TYPE: ClassVar[str] = "assistant/chunk"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -210,6 +219,8 @@ class AssistantChunk:
 
 @attrs.frozen
 class AssistantMessage:
+    """``assistant/message``: the step's model output (spec/log.md §``assistant/message``)."""
+
     TYPE: ClassVar[str] = "assistant/message"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -219,6 +230,8 @@ class AssistantMessage:
 
 @attrs.frozen
 class ApprovalAsked:
+    """``approval/asked``: permission asked for a call (spec/log.md §``approval/asked``)."""
+
     TYPE: ClassVar[str] = "approval/asked"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -229,6 +242,8 @@ class ApprovalAsked:
 
 @attrs.frozen
 class ApprovalDecided:
+    """``approval/decided``: the answer (spec/log.md §``approval/decided``)."""
+
     TYPE: ClassVar[str] = "approval/decided"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -238,7 +253,7 @@ class ApprovalDecided:
 
 @attrs.frozen
 class ToolCallEvent:
-    """``tool/call``: the dispatch marker, durable before the body runs."""
+    """``tool/call``: the dispatch marker (spec/log.md §``tool/call``)."""
 
     TYPE: ClassVar[str] = "tool/call"
     turn: int = attrs.field(metadata=_POS)
@@ -250,6 +265,8 @@ class ToolCallEvent:
 
 @attrs.frozen
 class ToolSpawned:
+    """``tool/spawned``: a tool's process group started (spec/log.md §``tool/spawned``)."""
+
     TYPE: ClassVar[str] = "tool/spawned"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -260,6 +277,8 @@ class ToolSpawned:
 
 @attrs.frozen
 class ToolOutput:
+    """``tool/output``: output of a running call (spec/log.md §``tool/output``)."""
+
     TYPE: ClassVar[str] = "tool/output"
     turn: int = attrs.field(metadata=_POS)
     step: int = attrs.field(metadata=_POS)
@@ -270,7 +289,7 @@ class ToolOutput:
 
 @attrs.frozen
 class ToolResult:
-    """Exactly one per requested call. Any ``error`` requires ``is_error`` (rule I15)."""
+    """``tool/result``: the one result of a requested call (spec/log.md §``tool/result``)."""
 
     TYPE: ClassVar[str] = "tool/result"
     turn: int = attrs.field(metadata=_POS)
@@ -278,25 +297,8 @@ class ToolResult:
     call_id: str = attrs.field(metadata=_ID)
     is_error: bool = attrs.field()
     content: str = attrs.field()
-    error: ResultError | None = None
+    error: ResultError | None = None  # any ``error`` requires ``is_error`` (rule I15)
 
-
-EventData = (
-    TurnStart
-    | TurnEnd
-    | StepStart
-    | StepEnd
-    | InboxSpliced
-    | UserMessage
-    | AssistantChunk
-    | AssistantMessage
-    | ApprovalAsked
-    | ApprovalDecided
-    | ToolCallEvent
-    | ToolSpawned
-    | ToolOutput
-    | ToolResult
-)
 
 #: Every event type of format v1, in the order spec/log.md lists them.
 DATA_CLASSES: Final[dict[str, type[Any]]] = {
@@ -339,57 +341,3 @@ def wire_name(name: str) -> str:
     """``removed_count`` -> ``removedCount``: Python names are snake_case, the wire camelCase."""
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
-
-
-def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=False)
-
-    def renamed(cls: type[Any]) -> dict[str, Any]:
-        return {
-            a.name: override(rename=wire_name(a.name), omit_if_default=a.default is None)
-            for a in attrs.fields(cls)
-        }
-
-    conv.register_structure_hook_factory(
-        attrs.has, lambda cls: make_dict_structure_fn(cls, conv, **renamed(cls))
-    )
-    conv.register_unstructure_hook_factory(
-        attrs.has, lambda cls: make_dict_unstructure_fn(cls, conv, **renamed(cls))
-    )
-
-    def structure_chunk(value: Any, _: Any) -> Any:
-        cls = _CHUNK_CLASSES.get(value.get("type"), OtherChunk)
-        if cls is OtherChunk:
-            return OtherChunk(type=value["type"])
-        return conv.structure(value, cls)
-
-    conv.register_structure_hook(Chunk, structure_chunk)
-
-    def structure_block(value: Any, _: Any) -> Any:
-        cls = TextBlock if value.get("type") == "text" else ToolCallBlock
-        return conv.structure(value, cls)
-
-    conv.register_structure_hook(TextBlock | ToolCallBlock, structure_block)
-    return conv
-
-
-_CHUNK_CLASSES: Final[dict[str, type[Any]]] = {
-    "text-delta": TextDeltaChunk,
-    "tool-call": ToolCallChunk,
-    "finish": FinishChunk,
-}
-
-#: The one cattrs converter of the project: typed data <-> JSON-able dicts with wire names.
-converter: Final = _make_converter()
-
-
-def typed(event: Event) -> EventData:
-    """Structure an event's ``data`` into its attrs class (for readers; not used on hot paths)."""
-    result: EventData = converter.structure(dict(event.data), DATA_CLASSES[event.type])
-    return result
-
-
-def to_data(value: EventData) -> dict[str, Any]:
-    """Unstructure typed data into the JSON object written on the wire."""
-    result: dict[str, Any] = converter.unstructure(value)
-    return result

@@ -15,6 +15,7 @@ from typing import Any
 from .events import Event, Header
 from .rules import REPAIR_ONLY_CODES
 from .scan import TornTail
+from .splice import SpliceKind, splice_kind
 
 # The palette, one meaning per colour, the same as the demo's (docs/demo.md, "Reading the
 # colours"): red = ended by cancel or an error, violet = what crash recovery wrote, yellow = a
@@ -103,13 +104,13 @@ def describe(event: Event, *, full: bool = False) -> str:
 
 def _describe_splice(d: Any, *, full: bool = False) -> str:
     target = d["target"]
-    removed = d.get("removedCount", 0)
+    kind = splice_kind(d)
     ids = ", ".join(_quote(m["text"], None if full else 24) for m in d["inserted"])
-    if "outcome" in d:
-        what = f"DROPPED {removed} queued from {target}"
+    if kind is SpliceKind.DROP:
+        what = f"DROPPED {d['removedCount']} queued from {target}"
         return what + (f", re-queued {ids}" if ids else " (never ran)")
-    if removed:
-        return f"claim {removed} from {target}"
+    if kind is SpliceKind.CLAIM:
+        return f"claim {d['removedCount']} from {target}"
     return f"queue {target} {ids}"
 
 
@@ -122,7 +123,7 @@ def _emphasis(event: Event) -> str | None:
             "interrupted": _VIOLET,
             "completed": _GREEN,
         }.get(d["reason"]["kind"])
-    if event.type == "agent/inbox/spliced" and "outcome" in d:
+    if event.type == "agent/inbox/spliced" and splice_kind(d) is SpliceKind.DROP:
         return _YELLOW
     if event.type == "tool/result" and d.get("error"):
         return _YELLOW if d["error"]["code"] in REPAIR_ONLY_CODES else _RED

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from .events import Event
+from .splice import SpliceKind, splice_kind
 
 
 @attrs.frozen
@@ -128,8 +129,8 @@ def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) ->
             results.append(data["callId"])
         elif event.type == "agent/inbox/spliced":
             forgotten += len(data["inserted"])
-            if "outcome" not in data:
-                reclaimed += data.get("removedCount", 0)
+            if splice_kind(data) is SpliceKind.CLAIM:
+                reclaimed += data["removedCount"]
     return TruncateReport(
         kept=kept,
         dropped=dropped,

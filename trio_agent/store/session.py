@@ -22,6 +22,7 @@ import orjson
 import trio
 
 from ..log.checker import LogChecker
+from ..log.codec import EVENT_LINE, TYPE_JSON
 from ..log.consumed import ConsumedWork, fold_consumed_work
 from ..log.errors import LogViolation
 from ..log.events import Event
@@ -109,8 +110,6 @@ class _EventsView(Sequence[Event]):
 
 
 _NOT_NOTIFYING: Final = -1
-#: The JSON string of every event type, encoded once (the line is built around it).
-_TYPE_JSON: Final = {name: orjson.dumps(name) for name in DATA_VALIDATORS}
 
 
 class Session:
@@ -250,7 +249,7 @@ class Session:
         if now < self._last_time:  # keep event times non-decreasing if the clock steps back
             now = self._last_time
         event = Event(seq, now, type, copy)
-        line = b'{"seq":%d,"time":%d,"type":%b,"data":%b}\n' % (seq, now, _TYPE_JSON[type], raw)
+        line = EVENT_LINE % (seq, now, TYPE_JSON[type], raw)
         sink = self._sink
         if sink is not None:
             sink.admit(type, len(line))

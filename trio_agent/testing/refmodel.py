@@ -27,16 +27,45 @@ one's runtime state.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from ..log.splice import Splice, SpliceKind, classify_splice
 from .plan import entry_kind, expected_chunks, plan_entry
 
-__all__ = ["ModelViolation", "ReferenceModel"]
+__all__ = ["Controller", "MessageState", "ModelViolation", "ReferenceModel", "Status"]
 
 QUEUES = ("next-step", "next-turn")
+
+
+class Status(enum.StrEnum):
+    """The agent's status as the model expects it (the values the journal reports)."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+
+
+class Controller(enum.StrEnum):
+    """Where the run's latest controller is (spec/cancel.md K1-K3, K7)."""
+
+    #: No run, or the run's last controller was handed back: a cancel reaches nothing.
+    NONE = "none"
+    #: Woken, waiting to start its turn (a cancel now prevents the turn, K2).
+    UNBOUND = "unbound"
+    #: Governing the open turn (:attr:`ReferenceModel.controller_turn`).
+    BOUND = "bound"
+
+
+class MessageState(enum.StrEnum):
+    """What has happened to a queued message."""
+
+    QUEUED = "queued"
+    CLAIMED = "claimed"  # taken by a claim splice for the next step
+    ENTERED = "entered"  # its user/message is logged
+    DROPPED = "dropped"  # a cancel removed it unrun
 
 
 class ModelViolation(AssertionError):
@@ -88,15 +117,15 @@ class ReferenceModel:
         self.plan = list(plan)
         # -- what the log says (rebuilt from the durable prefix after a crash) --
         self.queues: dict[str, list[str]] = {q: [] for q in QUEUES}
-        self.messages: dict[str, str] = {}  # id -> queued | claimed | entered | dropped
+        self.messages: dict[str, MessageState] = {}
         self.turns: dict[int, TurnRecord] = {}
         self.open_turn: int | None = None
         self.last_turn = 0
         self.dropped_unrun = False
         self.events = 0
         # -- what the running agent knows (reset by a crash or a reopen) --
-        self.status = "idle"
-        self.controller = "none"  # none | unbound | bound
+        self.status = Status.IDLE
+        self.controller = Controller.NONE
         self.controller_turn: int | None = None
         self.controller_cancelled = False
         self.after_abort = False  # the run's latest controller was cancelled (K8)
@@ -128,8 +157,8 @@ class ReferenceModel:
 
     def reopened(self) -> None:
         """A new agent on the same log: no run, everything queued is parked (K8)."""
-        self.status = "idle"
-        self.controller = "none"
+        self.status = Status.IDLE
+        self.controller = Controller.NONE
         self.controller_turn = None
         self.controller_cancelled = False
         self.after_abort = False
@@ -146,22 +175,20 @@ class ReferenceModel:
         kind, data = event["type"], event["data"]
         self.events += 1
         if kind == "agent/inbox/spliced":
-            queue = self.queues[data["target"]]
-            removed = queue[data["start"] : data["start"] + data.get("removedCount", 0)]
-            del queue[data["start"] : data["start"] + data.get("removedCount", 0)]
-            for m in data["inserted"]:
+            splice = classify_splice(data, self.queues)
+            queue = self.queues[splice.target]
+            del queue[splice.start : splice.start + len(splice.removed)]
+            for m in splice.inserted:
                 queue.append(m["id"])
-                self.messages[m["id"]] = "queued"
-            if "removedCount" in data:
-                if data.get("outcome") == "canceled":
-                    for mid in removed:
-                        self.messages[mid] = "dropped"
-                    if not data["inserted"]:
-                        self.dropped_unrun = True
-                elif self.open_turn is not None:
-                    for mid in removed:
-                        self.messages[mid] = "claimed"
-                    self.turns[self.open_turn].claimed.extend(removed)
+                self.messages[m["id"]] = MessageState.QUEUED
+            for mid in splice.dropped:
+                self.messages[mid] = MessageState.DROPPED
+            if splice.drops_unrun:
+                self.dropped_unrun = True
+            if splice.claimed and self.open_turn is not None:
+                for mid in splice.claimed:
+                    self.messages[mid] = MessageState.CLAIMED
+                self.turns[self.open_turn].claimed.extend(splice.claimed)
         elif kind == "turn/start":
             self.open_turn = self.last_turn = data["turn"]
             self.turns[data["turn"]] = TurnRecord(data["turn"])
@@ -187,7 +214,7 @@ class ReferenceModel:
         """Check and apply one journal entry."""
         k = entry["k"]
         if self.expect_running and not (
-            k == "rt" and entry["type"] == "status" and entry["status"] == "running"
+            k == "rt" and entry["type"] == "status" and entry["status"] == Status.RUNNING
         ):
             self.fail("a latched wake with pending work did not start a new run when idle (K8)")
         if k == "event":
@@ -203,13 +230,14 @@ class ReferenceModel:
         op, phase = entry["op"], entry["phase"]
         if op in ("followup", "steer", "inject"):
             if phase == "begin":
-                after_abort = self.status == "running" and self.after_abort
+                after_abort = self.status is Status.RUNNING and self.after_abort
                 target = (
                     "next-turn"
                     if op == "followup" or (op == "steer" and after_abort)
                     else ("next-step")
                 )
-                self._send = _Send(op, entry["text"], target, self.status == "idle", after_abort)
+                idle = self.status is Status.IDLE
+                self._send = _Send(op, entry["text"], target, idle, after_abort)
             else:
                 self._send_end(entry)
         elif op == "cancel":
@@ -232,14 +260,14 @@ class ReferenceModel:
         if entry["id"] != send.inserted:
             self.fail(f"{entry['op']} returned id {entry['id']!r} but inserted {send.inserted!r}")
         if send.op == "inject":
-            if self.status == "idle":
+            if self.status is Status.IDLE:
                 self.parked.add(send.inserted)
             return
         if self.closing:
             self.parked.add(send.inserted)
             return
         if send.woke_idle:
-            if self.status != "running":
+            if self.status is not Status.RUNNING:
                 self.fail(f"{send.op} on an idle agent did not start a run (K1)")
         elif send.after_abort and self.abort_cause != "disposed":
             self.latch = True
@@ -248,8 +276,8 @@ class ReferenceModel:
         drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
         if not keep_inbox:
             self.latch = False
-        predicted = self.controller != "none" and not self.controller_cancelled
-        turn = self.controller_turn if self.controller == "bound" else None
+        predicted = self.controller is not Controller.NONE and not self.controller_cancelled
+        turn = self.controller_turn if self.controller is Controller.BOUND else None
         self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn)
 
     def _cancel_end(self, hit: object, turn: object) -> None:
@@ -261,7 +289,7 @@ class ReferenceModel:
         if hit is not None and hit is not cancel.predicted_hit:
             where = (
                 "no live controller"
-                if self.controller == "none"
+                if self.controller is Controller.NONE
                 else f"a {'cancelled ' if self.controller_cancelled else ''}{self.controller} "
                 f"controller (turn {self.controller_turn})"
             )
@@ -274,7 +302,7 @@ class ReferenceModel:
             self.controller_cancelled = True
             self.after_abort = True
             self.abort_cause = cancel.cause
-            if self.controller == "bound":
+            if self.controller is Controller.BOUND:
                 assert self.controller_turn is not None
                 record = self.turns[self.controller_turn]
                 if record.ended is not None:
@@ -286,7 +314,7 @@ class ReferenceModel:
     def _runtime(self, entry: Mapping[str, Any]) -> None:
         kind = entry["type"]
         if kind == "status":
-            if entry["status"] == "running":
+            if entry["status"] == Status.RUNNING:
                 self._running()
             else:
                 self._idle()
@@ -301,9 +329,9 @@ class ReferenceModel:
                 self.fail(f"turn {entry['turn']} {entry['reason']} with cause {entry['cause']}")
             self._last_end = None
         elif kind == "prevented":
-            if self.controller != "unbound" or not self.controller_cancelled:
+            if self.controller is not Controller.UNBOUND or not self.controller_cancelled:
                 self.fail("TurnPrevented without a cancelled controller waiting to start (K2)")
-            self.controller = "none"
+            self.controller = Controller.NONE
             self.controller_turn = None
             pending = len(self.queues["next-turn"]) + len(self.queues["next-step"])
             if entry["parked"] != pending:
@@ -321,11 +349,11 @@ class ReferenceModel:
     def _running(self) -> None:
         send = self._send
         woke = send is not None and send.woke_idle and send.op != "inject" and not self.closing
-        if not (woke or self.expect_running) or self.status != "idle":
+        if not (woke or self.expect_running) or self.status is not Status.IDLE:
             self.fail("the agent started a run nobody woke (K1, K8)")
         self.expect_running = False
-        self.status = "running"
-        self.controller = "unbound"
+        self.status = Status.RUNNING
+        self.controller = Controller.UNBOUND
         self.controller_turn = None
         self.controller_cancelled = False
         self.after_abort = False
@@ -334,9 +362,9 @@ class ReferenceModel:
         self.parked.clear()  # a run takes the whole queue, parked work included (K8)
 
     def _idle(self) -> None:
-        if self.status != "running":
+        if self.status is not Status.RUNNING:
             self.fail("StatusChanged(idle) while the model is already idle")
-        if self.controller == "bound":
+        if self.controller is Controller.BOUND:
             self.fail(f"the agent went idle with turn {self.controller_turn} still running")
         pending = [*self.queues["next-step"], *self.queues["next-turn"]]
         stopped_by = self.after_abort or self.checkpoint_failed or self.closing
@@ -345,8 +373,8 @@ class ReferenceModel:
                 f"the run ended with {pending} queued although no cancel or failure stopped it "
                 "(K21: only a cancel parks work)"
             )
-        self.status = "idle"
-        self.controller = "none"
+        self.status = Status.IDLE
+        self.controller = Controller.NONE
         self.controller_turn = None
         self.controller_cancelled = False
         replay = self.latch and bool(pending) and not self.closing
@@ -370,28 +398,29 @@ class ReferenceModel:
         handler(data, seq)
 
     def _on_agent_inbox_spliced(self, data: Mapping[str, Any], seq: int) -> None:
-        target = data["target"]
+        splice = classify_splice(data, self.queues)
+        target = splice.target
         queue = self.queues[target]
-        if "removedCount" not in data:
+        if splice.kind is SpliceKind.INSERT:
             self._insert(data, seq)
-        elif data.get("outcome") == "canceled":
+        elif splice.kind is SpliceKind.DROP:
             cancel = self._cancel
             if cancel is None or not cancel.drops:
                 self.fail(f"seq {seq}: messages dropped without a cancel that clears the inbox")
                 return
             want_target, want_ids = cancel.drops.pop(0)
-            got = queue[data["start"] : data["start"] + data["removedCount"]]
-            if target != want_target or data["start"] != 0 or got != want_ids or data["inserted"]:
+            got = list(splice.dropped)
+            if target != want_target or splice.start != 0 or got != want_ids or splice.inserted:
                 self.fail(
                     f"seq {seq}: cancel dropped {target} {got}, expected {want_target} {want_ids}"
                 )
             del queue[:]
             self._last_drop = (target, list(got))
             for mid in got:
-                self.messages[mid] = "dropped"
+                self.messages[mid] = MessageState.DROPPED
             self.dropped_unrun = True
         else:
-            self._claim(data, seq)
+            self._claim(splice, seq)
 
     def _insert(self, data: Mapping[str, Any], seq: int) -> None:
         send = self._send
@@ -417,10 +446,10 @@ class ReferenceModel:
             )
         mid = message["id"]
         queue.append(mid)
-        self.messages[mid] = "queued"
+        self.messages[mid] = MessageState.QUEUED
         send.inserted = mid
 
-    def _claim(self, data: Mapping[str, Any], seq: int) -> None:
+    def _claim(self, splice: Splice[str], seq: int) -> None:
         turn = self.open_turn
         if turn is None:
             self.fail(f"seq {seq}: a claim outside a turn")
@@ -428,31 +457,31 @@ class ReferenceModel:
         record = self.turns[turn]
         if record.hit and not self.repairing:
             self.fail(f"seq {seq}: turn {turn} claims input after its cancel")
-        target = data["target"]
+        target = splice.target
         queue = self.queues[target]
-        count = data["removedCount"]
-        if data["start"] != 0:
+        taken = list(splice.claimed)
+        count = len(taken)
+        if splice.start != 0:
             self.fail(f"seq {seq}: a claim must take the head of {target}")
         if target == "next-step" and count != len(queue):
             self.fail(f"seq {seq}: claimed {count} of {len(queue)} next-step messages (K12)")
         if target == "next-turn" and (count != 1 or record.steps):
             self.fail(f"seq {seq}: a next-turn claim takes one message, at the first step only")
-        taken = queue[:count]
         del queue[:count]
         for mid in taken:
-            self.messages[mid] = "claimed"
+            self.messages[mid] = MessageState.CLAIMED
         record.claimed.extend(taken)
         record.batch.extend(taken)
 
     def _on_turn_start(self, data: Mapping[str, Any], seq: int) -> None:
-        if self.status != "running" or self.controller != "unbound":
+        if self.status is not Status.RUNNING or self.controller is not Controller.UNBOUND:
             self.fail(f"seq {seq}: turn/start without a woken controller (K1)")
         elif self.controller_cancelled:
             self.fail(f"seq {seq}: turn/start although its controller was cancelled (K2)")
         turn = data["turn"]
         self.turns[turn] = TurnRecord(turn)
         self.open_turn = self.last_turn = turn
-        self.controller = "bound"
+        self.controller = Controller.BOUND
         self.controller_turn = turn
 
     def _on_step_start(self, data: Mapping[str, Any], seq: int) -> None:
@@ -478,7 +507,7 @@ class ReferenceModel:
             self.fail(f"seq {seq}: step entered {mid!r}, expected the claimed {record.entering}")
             return
         record.entering.pop(0)
-        self.messages[mid] = "entered"
+        self.messages[mid] = MessageState.ENTERED
 
     def _on_assistant_chunk(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
@@ -567,9 +596,9 @@ class ReferenceModel:
             return
         # K7: the hand-off; an aborted turn ends the run, otherwise the next controller waits.
         if kind == "aborted":
-            self.controller = "none"
+            self.controller = Controller.NONE
         else:
-            self.controller = "unbound"
+            self.controller = Controller.UNBOUND
             self.controller_cancelled = False
             self.after_abort = False
             self.abort_cause = None
@@ -609,8 +638,8 @@ class ReferenceModel:
             if status != "closed" and list(inbox[queue]) != self.queues[queue]:
                 self.fail(f"{queue} holds {inbox[queue]}, the model says {self.queues[queue]}")
         controller = state["controller"]
-        if status == "running":
-            if self.controller != "bound":
+        if status == Status.RUNNING:
+            if self.controller is not Controller.BOUND:
                 self.fail(
                     "the agent is running but no turn is: a woken controller never "
                     "started its turn and was not prevented (K2)"
@@ -627,7 +656,7 @@ class ReferenceModel:
                     f"the live controller says cancelled={controller['cancelled']}, the model "
                     f"says {self.controller_cancelled} (K3)"
                 )
-        elif status == "idle":
+        elif status == Status.IDLE:
             if controller is not None:
                 self.fail(f"an idle agent holds a live controller {controller} (K7)")
             waiting = [m for q in QUEUES for m in self.queues[q] if m not in self.parked]

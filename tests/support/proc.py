@@ -1,0 +1,81 @@
+"""``/proc`` probes, independent of the code under test (which has its own in
+``trio_agent.tools.procgroup``).
+
+A leak guard gives each test a fresh tag in an environment variable; every process the test
+starts inherits it, whatever group, session or parent it ends up in, so :func:`tagged` finds
+any survivor. Zombies have no environment left: :func:`zombie_children` finds those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+
+def read_proc(path: str) -> bytes:
+    """The bytes of a ``/proc`` file, or ``b""`` if the process is gone or not ours to read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def pids() -> list[int]:
+    """Every process id ``/proc`` lists."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def stat_fields(pid: int) -> list[bytes]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or ``[]``."""
+    return read_proc(f"/proc/{pid}/stat").rpartition(b")")[2].split()
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is neither a zombie nor dead."""
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] not in (b"Z", b"X")
+
+
+def cmdline(pid: int) -> str:
+    return read_proc(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+
+
+def tagged(var: str, tag: str) -> dict[int, str]:
+    """Live processes (other than this one) whose environment has ``var=tag``: pid -> cmdline."""
+    needle = f"\0{var}={tag}\0".encode()
+    me = os.getpid()
+    return {
+        pid: cmdline(pid)
+        for pid in pids()
+        if pid != me and needle in b"\0" + read_proc(f"/proc/{pid}/environ") and alive(pid)
+    }
+
+
+def kill_tagged(var: str, tag: str) -> None:
+    """SIGKILL every process :func:`tagged` finds (so one leak does not cascade)."""
+    for pid in tagged(var, tag):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def zombie_children() -> set[int]:
+    """Unreaped (zombie) children of this process."""
+    me = os.getpid()
+    zombies = set()
+    for pid in pids():
+        fields = stat_fields(pid)
+        if len(fields) > 1 and fields[0] == b"Z" and int(fields[1]) == me:
+            zombies.add(pid)
+    return zombies
+
+
+def children_of(pid: int) -> list[int]:
+    """Live direct children of ``pid``."""
+    out = []
+    for child in pids():
+        fields = stat_fields(child)
+        if len(fields) > 1 and int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            out.append(child)
+    return out

@@ -1,0 +1,100 @@
+"""Every reference in the repository leads somewhere inside it (the repository is
+self-contained: a porter can follow every citation).
+
+- every ``spec/<file>.md`` path named in code, tests, docs, notes or the spec exists;
+- every section cited as ``spec/<file>.md §N`` (or ``§N.M``) is a heading of that file;
+- every rule id cited (``K14``, ``R5``, ``C5``, ``I3``) is defined in spec/ (as ``**K14 —``);
+- nothing cites a document or a tracker outside the repository ("DESIGN §12", "issue 2",
+  "item 8", "dsh-semantics.md", "digest §e.4").
+
+The checks are functions over text, so ``test_the_checks_can_fail`` shows each one failing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCANNED = ("trio_agent", "tests", "docs", "bench", "spec", "notes", "scripts")
+SUFFIXES = {".py", ".md", ".json", ".txt", ".sh", ".toml"}
+
+SPEC_PATH = re.compile(r"spec/[A-Za-z0-9_./-]+?\.md\b")
+SECTION_CITE = re.compile(r"(spec/[a-z-]+\.md),? §(\d+(?:\.\d+)?)")
+HEADING = re.compile(r"^#+ (?:§)?(\d+(?:\.\d+)?)\.? ", re.MULTILINE)
+RULE_DEF = re.compile(r"\*\*([KRCI]\d+)\b")
+RULE_CITE = re.compile(r"(?<![\w./-])([KRCI]\d+)\b(?![\w.-])")
+OUTSIDE = re.compile(
+    r"DESIGN(?:\.md| §)|dsh-semantics|§12\.\d|digest §|\bissue \d+|\bitem \d+", re.IGNORECASE
+)
+
+
+def defined_rules(spec_texts: Iterable[str]) -> set[str]:
+    return {m for text in spec_texts for m in RULE_DEF.findall(text)}
+
+
+def broken(
+    text: str, *, rules: set[str], exists: set[str], sections: dict[str, set[str]]
+) -> list[str]:
+    """The references of ``text`` that lead nowhere (empty when all are fine)."""
+    out = [f"missing {p}" for p in SPEC_PATH.findall(text) if p not in exists]
+    out += [
+        f"no section §{n} in {p}"
+        for p, n in SECTION_CITE.findall(text)
+        if p in exists and n not in sections.get(p, set())
+    ]
+    out += [f"undefined rule {r}" for r in RULE_CITE.findall(text) if r not in rules]
+    out += [f"outside citation {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    return out
+
+
+def scanned_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    for top in SCANNED:
+        files += [
+            p
+            for p in (ROOT / top).rglob("*")
+            if p.suffix in SUFFIXES and p.is_file() and "golden" not in p.parts
+        ]
+    return [p for p in files if p != Path(__file__).resolve()]
+
+
+def spec_state() -> dict[str, object]:
+    """``broken``'s keyword arguments for the spec/ of this checkout."""
+    texts = {
+        str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+        for p in sorted((ROOT / "spec").glob("*.md"))
+    }
+    return {
+        "rules": defined_rules(texts.values()),
+        "exists": set(texts),
+        "sections": {p: set(HEADING.findall(t)) for p, t in texts.items()},
+    }
+
+
+def test_every_reference_leads_inside_the_repository() -> None:
+    state = spec_state()
+    assert {"K1", "R1", "C1", "I1"} <= state["rules"], "the rule definitions are no longer found"  # type: ignore[operator]
+    problems = [
+        f"{path.relative_to(ROOT)}: {problem}"
+        for path in scanned_files()
+        for problem in broken(path.read_text(encoding="utf-8", errors="replace"), **state)
+    ]  # fmt: skip
+    assert problems == []
+
+
+def test_the_checks_can_fail() -> None:
+    state = spec_state()
+    good = "spec/cancel.md K14; spec/recovery.md R5; C5 of spec/consumed-work.md; "
+    good += "spec/tools.md §10, spec/persistence.md §10.3"
+    assert broken(good, **state) == []
+    assert broken("see spec/nowhere.md", **state) == [
+        "missing spec/nowhere.md"
+    ]
+    assert broken("spec/tools.md §99", **state) == ["no section §99 in spec/tools.md"]
+    assert broken("pins K99", **state) == ["undefined rule K99"]
+    for bad in ("DESIGN §12.2", "as in issue 2", "item 8 of it", "dsh-semantics.md"):
+        assert broken(bad, **state) == [
+            f"outside citation {OUTSIDE.search(bad).group(0)!r}"  # type: ignore[union-attr]
+        ], bad
