@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench scripts
-	$(VENV)/bin/mypy --strict trio_agent/log trio_agent/store trio_agent/tools trio_agent/models trio_agent/runtime trio_agent/demo trio_agent/testing trio_agent/interactive.py trio_agent/cli.py trio_agent/clijson.py trio_agent/conform.py trio_agent/dsn.py trio_agent/__init__.py
+	$(VENV)/bin/mypy --strict trio_agent
 
 test: lint
 	bash scripts/ensure-chromium.sh

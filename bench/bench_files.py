@@ -114,17 +114,21 @@ def main(argv: list[str] | None = None) -> None:
         copy = session_dir / "session.jsonl"
         cold_open = [py, "-c", _COLD_OPEN, str(store), "bench"]
         contenders.append(("cold open (JsonlStore.open)", cold_open))
-        results: dict[str, Usage] = {}
+        # Round-robin: each round runs every contender once, so a change in the machine's
+        # load falls on all of them alike; the table shows each one's best round.
+        present = [(name, argv_) for name, argv_ in contenders if argv_ is not None]
         for name, command_argv in contenders:
             if command_argv is None:
                 print(f"{name:28} node not found")
-                continue
-            runs = []
-            for _ in range(args.repeat):
+        rounds: list[dict[str, Usage]] = []
+        for _ in range(args.repeat):
+            this: dict[str, Usage] = {}
+            for name, command_argv in present:
                 if name.startswith("cold open"):
                     shutil.copyfile(log, copy)  # a fresh cold copy for every run
-                runs.append(run_child(command_argv))
-            results[name] = min(runs, key=lambda u: u.cpu)
+                this[name] = run_child(command_argv)
+            rounds.append(this)
+        results = {name: min((r[name] for r in rounds), key=lambda u: u.cpu) for name, _ in present}
         base_name = next(iter(results))
         base = results[base_name]
         for name, usage in results.items():
@@ -135,6 +139,13 @@ def main(argv: list[str] | None = None) -> None:
                 f"{ratio:5.2f}x {base_name.split()[0]}  peak rss {usage.rss_mb:7.1f} MB"
                 f" ({usage.rss_mb * 2**20 / size:4.2f}x file){status}"
             )
+        if args.repeat > 1:
+            print(f"single rounds (cpu s, and x {base_name.split()[0]} of the same round):")
+            for name, _ in present:
+                cells = "  ".join(
+                    f"{r[name].cpu:6.2f} {r[name].cpu / r[base_name].cpu:4.2f}x" for r in rounds
+                )
+                print(f"  {name:28} {cells}")
         check, cold = results.get("trio-agent check"), results.get("cold open (JsonlStore.open)")
         if check is not None and cold is not None:
             print(f"cold open / check: {cold.cpu / check.cpu:.2f}x cpu (target <= 1.5x)")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import orjson
 
-from trio_agent.log import Header, closers_for, encode_event, encode_header, scan_log
+from trio_agent.log import Header, encode_event, encode_header, repair_closers, scan_log
 from trio_agent.testing.loggen import LogGenerator
 
 TARGET_BYTES = int(os.environ.get("TRIO_AGENT_BENCH_MB", "200")) * 1_000_000
@@ -78,7 +78,7 @@ def main() -> None:
 
     def ours() -> None:
         scan = scan_log(data, strict=True)
-        closers = closers_for(scan.checker, scan.last_time)
+        closers = repair_closers(scan.checker)
         assert len(closers) == 3, closers
 
     t_json = best_of(3, stdlib)

@@ -295,7 +295,7 @@ def test_the_store_repair_of_a_directory_names_it(tmp_path: Path) -> None:
     one after the check) says so, not "no such file"."""
     import io
 
-    from trio_agent.store.repair_cli import run_repair_file
+    from trio_agent.cli_repair import run_repair_file
 
     err = io.StringIO()
     assert run_repair_file(str(tmp_path), io.StringIO(), err, reap_orphans=None) == 2

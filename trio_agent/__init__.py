@@ -1,12 +1,35 @@
 """trio_agent: what happens to an AI agent's turn on Esc, on ``kill -9``, and on reopening.
 
-Layers, each importing only those below it (spec/README.md):
+Layers, bottom first:
 
 * :mod:`trio_agent.log` -- the pure core: format v1, ``LogChecker``, repair, truncate, fold;
+* :mod:`trio_agent.cancel` -- the cancel vocabulary: ``CancelCause``, ``ControllerView``;
 * :mod:`trio_agent.store` -- durable JSONL sessions, write-behind, cold-only repair;
 * :mod:`trio_agent.models`, :mod:`trio_agent.tools` -- the model and tool protocols, the
   scripted model, in-process tools and process-group subprocess tools;
-* :mod:`trio_agent.runtime` -- the agent: per-turn controllers, typed cancel, the turn loop.
+* :mod:`trio_agent.runtime` -- the agent: per-turn controllers, typed cancel, the turn loop;
+* :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
+* the command line (``cli``, ``cli_repair``, ``interactive``, ``clijson``, ``conform``,
+  ``dsn``, ``__main__``) on top.
+
+The layer table. A module imports only modules of its own layer and of the layers listed
+for it (``-``: none); every import counts, relative or absolute, at module level or inside a
+function, under ``TYPE_CHECKING`` too. ``tests/test_exports.py`` reads this table and fails on
+any other import. ``package`` is this module (the public names below)::
+
+    log          -
+    cancel       -
+    store        log
+    tools        log cancel
+    models       log cancel
+    runtime      log cancel store tools models
+    testing      log cancel store tools models runtime
+    demo         log cancel store tools models runtime
+    package      log cancel store tools models runtime
+    cli          * (the command line may import any layer and the package)
+
+Who opens a store hands it the orphan reaper (``trio_agent.tools.procgroup.reap_orphans``):
+the store sits below the tools layer and never reaches up for it.
 
 The names below are the public contract; the subpackages hold the rest.
 """
@@ -14,6 +37,7 @@ The names below are the public contract; the subpackages hold the rest.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .cancel import CancelCause
     from .log import (
         ConsumedWork,
         Event,
@@ -34,7 +58,6 @@ if TYPE_CHECKING:
         AgentError,
         AllowAll,
         Approver,
-        CancelCause,
         Hooks,
         InboxDropped,
         Reject,
@@ -74,7 +97,7 @@ _EXPORTS: dict[str, str] = {
     "AllowAll": ".runtime",
     "Approver": ".runtime",
     "BashTool": ".tools.subprocess_tool",
-    "CancelCause": ".runtime",
+    "CancelCause": ".cancel",
     "ConsumedWork": ".log",
     "EchoTool": ".tools.builtin",
     "Event": ".log",

@@ -42,10 +42,10 @@ from .log import (
     TornTail,
     TruncateFold,
     UnreadableLineError,
-    closers_for,
     decode_event,
     decode_header,
     event_to_json,
+    repair_closers,
     scan_lines,
 )
 from .log.render import render_timeline
@@ -482,14 +482,12 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.write:
         if args.store is not None and is_dsn(args.store):
             return _repair_stored(args.store, args.session, path, out, err, no_reap=args.no_reap)
-        from .store.repair_cli import run_repair_file  # the trio layer, only when writing
+        from .cli_repair import reaper, run_repair_file  # the trio layer, only when writing
 
-        if args.no_reap:
-            return run_repair_file(path, out, err, reap_orphans=None)
-        return run_repair_file(path, out, err)
+        return run_repair_file(path, out, err, reap_orphans=reaper(args.no_reap))
     _note_tail(path, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
-    for event in closers_for(scan.checker, scan.last_time, stopped, args.boot_id):
+    for event in repair_closers(scan.checker, stopped, args.boot_id):
         out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
     return OK
 
@@ -499,35 +497,9 @@ def _repair_stored(
 ) -> int:
     """``repair --write --store DSN``: the store's own cold open (lease taken, repair fenced by
     the new token, lease given back); its errors as one line each."""
-    from .store import (
-        SessionCorrupt,
-        SessionFenced,
-        SessionLocked,
-        SessionNotFound,
-        StoreError,
-        UnsupportedFormat,
-        WriteFailed,
-    )
-    from .store.db_cli import repair_session
+    from .cli_repair import repair_session  # the trio layer, only when writing
 
-    try:
-        if no_reap:
-            repair_session(dsn, session_id, where, out, err, reap_orphans=None)
-        else:
-            repair_session(dsn, session_id, where, out, err)
-    except SessionNotFound:
-        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
-    except (SessionLocked, SessionFenced) as exc:
-        raise CliError(f"{where}: refused: {exc}", REFUSED) from None
-    except WriteFailed as exc:
-        raise CliError(f"{where}: {exc} (nothing was written; run repair again)", REFUSED) from None
-    except SessionCorrupt as exc:
-        raise CliError(str(exc), BROKEN) from None
-    except UnsupportedFormat as exc:
-        raise CliError(str(exc), UNREADABLE) from None
-    except StoreError as exc:
-        raise CliError(f"{redact(dsn)}: cannot use the store: {exc}", UNREADABLE) from None
-    return OK
+    return repair_session(dsn, session_id, where, out, err, no_reap=no_reap)
 
 
 def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -644,7 +616,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise
         live = live or probe()
         if live is None:
-            closers = closers_for(scan.checker, scan.last_time)
+            closers = repair_closers(scan.checker)
         else:  # a live session is never given synthetic boundaries (spec/cli.md §Live sessions)
             closers = []
             print(

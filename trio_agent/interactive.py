@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
-from .cli import BROKEN, REFUSED, UNREADABLE, CliError, file_kind, plural, store_where
+from .cli import REFUSED, UNREADABLE, CliError, file_kind, plural, store_where
+from .cli_repair import session_errors
 from .dsn import is_dsn, redact
 from .log.events import Event
 from .log.render import describe
@@ -41,20 +42,15 @@ from .runtime import (
     open_agent,
 )
 from .store import (
-    CreateFailed,
     JsonlStore,
-    NotALogFile,
     Session,
-    SessionCorrupt,
-    SessionExists,
     SessionFenced,
-    SessionLocked,
     SessionNotFound,
     StoreError,
-    UnsupportedFormat,
     WriteFailed,
     repair_file,
 )
+from .tools.procgroup import reap_orphans
 from .tools.subprocess_tool import BashTool
 
 if TYPE_CHECKING:
@@ -201,7 +197,7 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
     line each (``trio-agent run --help`` lists the exit codes)."""
     path = store.path_of(session_id)
     _refuse_special(path)
-    try:
+    with session_errors(str(path)):
         try:
             # What the cold open will do, read first without changing anything, so the
             # banner can say what it repaired.
@@ -211,22 +207,6 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
             print(f"trio-agent run: session {session_id!r} (new), log {path}", file=err)
             return session
         session = await store.open(session_id)
-    except SessionLocked as exc:
-        raise CliError(f"{path}: {exc}", REFUSED) from None
-    except SessionExists as exc:
-        raise CliError(f"{path}: {exc}", REFUSED) from None
-    except SessionCorrupt as exc:
-        raise CliError(str(exc), BROKEN) from None
-    except UnsupportedFormat as exc:
-        raise CliError(str(exc), UNREADABLE) from None
-    except (NotALogFile, CreateFailed) as exc:  # their messages name the path
-        raise CliError(str(exc), UNREADABLE) from None
-    except StoreError as exc:
-        raise CliError(f"{path}: {exc}", UNREADABLE) from None
-    except OSError as exc:
-        raise CliError(
-            f"{path}: cannot open the session: {exc.strerror or exc}", UNREADABLE
-        ) from None
     turns = plural(session.checker.last_turn, "turn")
     print(
         f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
@@ -244,34 +224,22 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
     return session
 
 
-async def _open_or_create_stored(
-    store: PostgresStore, session_id: str, err: TextIO
-) -> Session:
+async def _open_or_create_stored(store: PostgresStore, session_id: str, err: TextIO) -> Session:
     """As :func:`_open_or_create`, for a session in a database (``--store DSN``): resumed
     (the lease taken over, the cold open's repair fenced by the new token) or created."""
     where = store_where(session_id)
     shown = redact(store.dsn)
-    try:
+    with session_errors(where, dsn=store.dsn):
         try:
             before = await store.read_log(session_id)
         except SessionNotFound:
             session = await store.create(session_id)
             print(f"trio-agent run: session {session_id!r} (new), in {shown}", file=err)
             return session
-        from .store.recovery import scan_log
+        from .store.recovery import cold_scan
 
-        kept = len(scan_log(before.data, where, session_id).events)
+        kept = len(cold_scan(before.data, where, session_id).events)
         session = await store.open(session_id)
-    except (SessionLocked, SessionExists) as exc:
-        raise CliError(f"{where}: {exc}", REFUSED) from None
-    except SessionCorrupt as exc:
-        raise CliError(str(exc), BROKEN) from None
-    except UnsupportedFormat as exc:
-        raise CliError(str(exc), UNREADABLE) from None
-    except WriteFailed as exc:
-        raise CliError(f"{where}: {exc}", REFUSED) from None
-    except StoreError as exc:
-        raise CliError(f"{shown}: cannot use the store: {exc}", UNREADABLE) from None
     turns = plural(session.checker.last_turn, "turn")
     print(
         f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
@@ -382,10 +350,10 @@ def _make_store(args: argparse.Namespace) -> JsonlStore | PostgresStore:
     if args.store is not None and is_dsn(args.store):
         from .store import PostgresStore
 
-        return PostgresStore(args.store)
+        return PostgresStore(args.store, reap_orphans=reap_orphans)
     root = Path(args.store or args.root or "sessions")
     prepare_root(root)
-    return JsonlStore(root)
+    return JsonlStore(root, reap_orphans=reap_orphans)
 
 
 async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresStore) -> None:
@@ -441,9 +409,7 @@ def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
             print(f"(turn {ev.outcome.turn}: cancelled by {_cause(ev.outcome.cause)})", file=err)
         elif isinstance(ev, TurnEnded) and ev.outcome.error is not None:
             error = ev.outcome.error
-            print(
-                f"(turn {ev.outcome.turn} failed: {error['code']}: {error['message']})", file=err
-            )
+            print(f"(turn {ev.outcome.turn} failed: {error['code']}: {error['message']})", file=err)
         elif isinstance(ev, TurnPrevented):
             print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
         elif isinstance(ev, AgentError):

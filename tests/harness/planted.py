@@ -1,8 +1,12 @@
 """Known bugs, planted into the real runtime and store by monkeypatching (tests only).
 
-Each :class:`Bug` replaces one method with a copy that differs from the real code in exactly
-the way its description says. The planted-bug tests run the state machine against the
-patched code and expect it to fail and shrink to a short counterexample.
+Each :class:`Bug` patches one seam: one small method of the write policy
+(``WritePolicy.failed``), of the agent's run state (``RunState.retire``, ``steer_target``,
+``take_latch``), of the controller or the scheduler, or wraps one real function (repair, the
+chunk append, cancel). Only the turn's skeleton (``TurnRunner.run``, a dozen lines over
+``_start_turn`` / ``_body`` / ``_end_turn``) is restated, because its bug is where the ending
+runs. The planted-bug tests run the state machine against the patched code and expect it to
+fail and shrink to a short counterexample.
 """
 
 from __future__ import annotations
@@ -15,16 +19,17 @@ import attrs
 import pytest
 import trio
 
+from trio_agent.cancel import CancelCause, require_cause
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
 from trio_agent.runtime import scheduler as scheduler_module
 from trio_agent.runtime import turn as turn_module
-from trio_agent.runtime.causes import CancelCause, require_cause
 from trio_agent.runtime.controller import TurnController
-from trio_agent.runtime.events import OutcomeKind, StatusChanged, TurnOutcome, TurnStarted
+from trio_agent.runtime.events import OutcomeKind, TurnOutcome
+from trio_agent.runtime.run_state import RunState, Target
 from trio_agent.store import recovery as recovery_module
-from trio_agent.store import writer as writer_module
+from trio_agent.store.write_policy import Batch, WritePolicy
 
 
 @attrs.frozen
@@ -45,12 +50,9 @@ async def _run_writing_turn_end_in_scope(
     handoff: Callable[[TurnController, bool], None],
     ended: Callable[[TurnOutcome], None],
 ) -> None:
-    """TurnRunner.run, except that turn/end is booked by an async write *inside* the turn's
-    cancel scope without a shield: a cancel raises at that await and turn/end is lost."""
-    turn = self.session.checker.last_turn + 1
-    controller.bind(turn)
-    self.append("turn/start", {"turn": turn})
-    self.emit(TurnStarted(turn))
+    """TurnRunner.run, except that turn/end is booked *inside* the turn's cancel scope after
+    an unshielded await: a cancel raises at that await and turn/end is lost."""
+    turn = self._start_turn(controller)
     kind: OutcomeKind | None = None
     error: dict[str, str] | None = None
     with controller.scope:
@@ -60,17 +62,10 @@ async def _run_writing_turn_end_in_scope(
             error = turn_module.error_info(exc)
         finally:
             aborted = controller.cancel_called
-            if aborted:
-                kind = "aborted"
-            elif kind is None:
-                kind = "error"
             handoff(controller, aborted)
             await trio.lowlevel.checkpoint()  # BUG: "await the durable append", unshielded
-            reason: dict[str, Any] = {"kind": kind}
-            if kind == "error":
-                reason["error"] = error or {"code": "UNKNOWN", "message": "the turn failed"}
-            self.append("turn/end", {"turn": turn, "reason": reason})
-            ended(TurnOutcome(turn, kind, controller.cause, error))
+            ending: OutcomeKind = "aborted" if aborted else kind or "error"
+            self._end_turn(controller, turn, ending, error, ended)
 
 
 def _plant_turn_end_in_scope(mp: pytest.MonkeyPatch) -> None:
@@ -80,36 +75,20 @@ def _plant_turn_end_in_scope(mp: pytest.MonkeyPatch) -> None:
 # -- 2: the controller reference outlives its turn ----------------------------------------------
 
 
-def _go_idle_keeping_controller(self: agent_module.Agent) -> None:
-    """Agent._go_idle, except the run's last controller is neither closed nor dropped."""
-    self._activity = None
-    self._status = "idle"
-    replay, self._latch = self._latch, False
-    self._emit(StatusChanged("idle"))
-    self._idle_lot.unpark_all()
-    if replay and self._status == "idle" and not self._closing and self._session.inbox.has_pending:
-        self._start_run()
-
-
-def _start_run_reusing_controller(self: agent_module.Agent) -> None:
-    """Agent._start_run, except a controller still held from the last run is reused."""
-    controller = self._controller or TurnController()
-    self._controller = self._activity = controller
-    self._status = "running"
-    self._emit(StatusChanged("running"))
-    self._wake.set()
+def _retire_keeping_controller(self: RunState) -> None:
+    """RunState.retire, except the run's last controller is neither closed nor dropped."""
+    self.activity = None  # BUG: self.controller stays, live, past the end of its run
 
 
 def _plant_stale_controller(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_keeping_controller)
-    mp.setattr(agent_module.Agent, "_start_run", _start_run_reusing_controller)
+    mp.setattr(RunState, "retire", _retire_keeping_controller)
 
 
 # -- 3: repair closes the turn before the step -------------------------------------------------
 
 
 def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
-    real = repair_module.closers_for
+    real = repair_module.repair_closers
 
     def closers_turn_first(*args: Any, **kwargs: Any) -> list[Event]:
         closers = real(*args, **kwargs)
@@ -121,49 +100,23 @@ def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
             ]
         return closers
 
-    mp.setattr(recovery_module, "closers_for", closers_turn_first)
+    mp.setattr(recovery_module, "repair_closers", closers_turn_first)
 
 
 # -- 4: the writer drops a batch whose write failed ----------------------------------------------
 
 
-async def _write_batch_dropping_failures(self: writer_module.Writer) -> None:
-    """Writer._write_batch, except a failed batch is forgotten instead of re-queued."""
-    self._deadline = None
-    self._paused = False
-    cut, size = 0, 0
-    for line in self._queue:
-        if cut and size + len(line) > writer_module.MAX_BATCH_BYTES:
-            break
-        size += len(line)
-        cut += 1
-    batch = self._queue[:cut]
-    del self._queue[:cut]
-    if self._queue:
-        self._deadline = trio.current_time()
-    self._started += 1
-    number = self._started
-    self._writing = True
-    try:
-        await trio.to_thread.run_sync(self._write_blocking, b"".join(batch))
-    except OSError as exc:
-        self._pending_bytes -= size  # BUG: the batch is dropped, not put back in front
-        self._failure = (number, exc)
-        self._dirty = False
-    else:
-        self._pending_bytes -= size
-        self._written_events += cut
-        self._batches_ok += 1
-        self._failure = None
-        self._failed_in_row = 0
-    finally:
-        self._writing = False
-        self._progress.set()
-        self._progress = trio.Event()
+def _failed_dropping_the_batch(
+    self: WritePolicy, batch: Batch, error: OSError, now: float
+) -> None:
+    """WritePolicy.failed, except the failed batch is forgotten instead of re-queued."""
+    self.writing = False
+    self.pending_bytes -= batch.size  # BUG: the batch is dropped, not put back in front
+    self.failure = (batch.number, error)
 
 
 def _plant_dropping_writer(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(writer_module.Writer, "_write_batch", _write_batch_dropping_failures)
+    mp.setattr(WritePolicy, "failed", _failed_dropping_the_batch)
 
 
 # -- 5: a cancel that also cancels the next turn -------------------------------------------------
@@ -188,8 +141,9 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
     def start_run(self: agent_module.Agent) -> None:
         real_start_run(self)
         cause = doomed.pop(self, None)
-        if cause is not None and self._controller is not None:
-            self._controller.cancel(cause)
+        controller = self._state.controller
+        if cause is not None and controller is not None:
+            controller.cancel(cause)
 
     mp.setattr(agent_module.Agent, "cancel", cancel)
     mp.setattr(agent_module.Agent, "_start_run", start_run)
@@ -201,10 +155,10 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
 def _plant_unlogged_finish(mp: pytest.MonkeyPatch) -> None:
     real = turn_module.TurnRunner._append_chunk
 
-    def append_chunk(self: turn_module.TurnRunner, data: Any) -> None:
-        if data["chunk"]["type"] == "finish":
+    def append_chunk(self: turn_module.TurnRunner, turn: int, step: int, chunk: Any) -> None:
+        if chunk["type"] == "finish":
             return  # BUG: the stream ends at the finish chunk, which is never logged
-        real(self, data)
+        real(self, turn, step, chunk)
 
     mp.setattr(turn_module.TurnRunner, "_append_chunk", append_chunk)
 
@@ -227,16 +181,13 @@ def _plant_plain_calls_unbracketed(mp: pytest.MonkeyPatch) -> None:
 # -- 8: a steer after an abort stays in next-step -----------------------------------------------
 
 
-def _steer_into_next_step(self: agent_module.Agent, text: str) -> str:
-    """Agent.steer, except it always queues next-step, also after an abort (K8)."""
-    after_abort = self._check_usable(text)
-    message_id = self._insert("next-step", text, "steer")  # BUG: after an abort: next-turn
-    self._wake_driver(after_abort)
-    return message_id
+def _steer_target_always_next_step(after_abort: bool) -> Target:
+    """RunState.steer_target, except it always says next-step, also after an abort (K8)."""
+    return "next-step"  # BUG: after an abort: next-turn
 
 
 def _plant_steer_after_abort(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "steer", _steer_into_next_step)
+    mp.setattr(RunState, "steer_target", staticmethod(_steer_target_always_next_step))
 
 
 # -- 9: a second cancel of a cancelled controller reports a hit ----------------------------------
@@ -261,20 +212,14 @@ def _plant_second_cancel_hits(mp: pytest.MonkeyPatch) -> None:
 # -- 10: a latched wake is forgotten ------------------------------------------------------------
 
 
-def _go_idle_forgetting_the_latch(self: agent_module.Agent) -> None:
-    """Agent._go_idle, except a latched wake is dropped instead of replayed (K8)."""
-    controller = self._controller
-    if controller is not None:
-        controller.close()
-    self._controller = self._activity = None
-    self._status = "idle"
-    self._latch = False  # BUG: a wake sent after the abort never starts its run
-    self._emit(StatusChanged("idle"))
-    self._idle_lot.unpark_all()
+def _take_latch_forgetting_it(self: RunState) -> bool:
+    """RunState.take_latch, except a latched wake is dropped instead of replayed (K8)."""
+    self.latch = False
+    return False  # BUG: a wake sent after the abort never starts its run
 
 
 def _plant_latch_forgotten(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(agent_module.Agent, "_go_idle", _go_idle_forgetting_the_latch)
+    mp.setattr(RunState, "take_latch", _take_latch_forgetting_it)
 
 
 #: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
@@ -289,7 +234,7 @@ BUGS = [
     ),
     Bug(
         "controller-outlives-turn",
-        "the agent keeps the last controller past turn/end; a late cancel reaches the next run",
+        "the agent keeps the last controller past the end of its run; a late cancel reaches it",
         _plant_stale_controller,
         r"live controller",
     ),

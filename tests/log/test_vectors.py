@@ -36,7 +36,6 @@ from trio_agent.log import (
     truncate_open_turn,
 )
 from trio_agent.log import events as events_module
-from trio_agent.log.repair import closers_for
 from trio_agent.log.scan import scan_log
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
@@ -189,7 +188,7 @@ def check_store(vector: dict[str, Any], expect: dict[str, Any]) -> None:
         assert (scan.tail.offset, scan.tail.offset + scan.tail.size) == (offset, len(data))
     assert len(scan.events) == expect["kept_events"]
     if "closers" in expect:
-        closers = closers_for(scan.checker, scan.last_time)
+        closers = repair_closers(scan.checker)
         assert closers_json(closers) == canonical(expect["closers"])
 
 

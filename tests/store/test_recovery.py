@@ -29,7 +29,7 @@ from trio_agent.store import (
     UnsupportedFormat,
     repair_file,
 )
-from trio_agent.store.recovery import scan_log
+from trio_agent.store.recovery import cold_scan
 
 HEADER = b'{"type":"session","version":1,"id":"s","createdAt":1}\n'
 
@@ -253,7 +253,7 @@ async def test_repair_file_reports_and_dry_run_changes_nothing(tmp_path: Path) -
 
 def test_scan_log_is_pure() -> None:
     data, events = build(open_tail=True)
-    scan = scan_log(data + b"xx", "mem")
+    scan = cold_scan(data + b"xx", "mem")
     assert scan.events == events and scan.torn and scan.dropped_bytes == 2
     assert scan.keep == len(data) and scan.checker.open_turn is not None
 
@@ -287,8 +287,8 @@ async def test_the_reaper_hook_gets_the_orphans_and_its_answer_reaches_the_place
         seen.append(orphans)
         return {cid: "stopped it"}
 
-    async with JsonlStore(tmp_path, reap_orphans=None) as store:
-        session = await store.open("s", reap_orphans=reaper)
+    async with JsonlStore(tmp_path, reap_orphans=reaper) as store:
+        session = await store.open("s")
         results = {e.data["callId"]: e for e in session.events if e.type == "tool/result"}
     assert seen == [[("c1", 4242, "boot:99")]]
     assert results["c1"].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
@@ -319,7 +319,7 @@ async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) ->
         await _until_marked(proc.pid, marker)
         identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
         _path, _ = _spawned_log(tmp_path, proc.pid, identity)
-        async with JsonlStore(tmp_path) as store:  # default reaper
+        async with JsonlStore(tmp_path, reap_orphans=procgroup.reap_orphans) as store:
             session = await store.open("s")
             result = next(e for e in session.events if e.type == "tool/result")
         assert result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
@@ -353,7 +353,7 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
         assert other_boot != procgroup.boot_id()
         _, start = procgroup.parse_identity(here)
         path, _ = _spawned_log(tmp_path, proc.pid, f"{other_boot}:{start}:{marker}")
-        report = await repair_file(path)  # repair --write: the default reaper runs
+        report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
         result = next(e for e in report.closers if e.type == "tool/result")
         assert result.data["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
         assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(
@@ -366,7 +366,7 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
         assert proc.returncode is None and procgroup.group_members(proc.pid) == [proc.pid]
         assert procgroup.marked_processes(marker) == [proc.pid]
         # Repairing the repaired log yields nothing more.
-        assert not (await repair_file(path)).changed
+        assert not (await repair_file(path, reap_orphans=procgroup.reap_orphans)).changed
     finally:
         proc.kill()
         await proc.wait()
@@ -383,7 +383,7 @@ async def test_a_finished_orphan_of_this_host_gets_todays_placeholder(tmp_path: 
     identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
     await proc.wait()
     path, _ = _spawned_log(tmp_path, proc.pid, identity)
-    report = await repair_file(path)
+    report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
     result = next(e for e in report.closers if e.type == "tool/result")
     assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(name="shell", call_id="c1")
 
@@ -404,7 +404,7 @@ async def test_a_forged_record_never_gets_a_strangers_group_killed(
         if forged == "wrong-marker":
             identity = f"{identity}:{procgroup.new_marker()}"
         path, _ = _spawned_log(tmp_path, stranger.pid, identity)
-        report = await repair_file(path)  # repair --write: the default reaper runs
+        report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
         result = next(e for e in report.closers if e.type == "tool/result")
         assert not result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
         assert stranger.returncode is None and procgroup.group_members(stranger.pid)

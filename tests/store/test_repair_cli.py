@@ -11,9 +11,10 @@ from pathlib import Path
 from store_helpers import assert_valid_balanced, sha256
 from store_workload import workload
 
+from trio_agent.cli import BROKEN, OK, REFUSED, UNREADABLE
+from trio_agent.cli_repair import run_repair_file
 from trio_agent.log import encode_event
 from trio_agent.store import Session
-from trio_agent.store.repair_cli import BROKEN, OK, REFUSED, UNREADABLE, run_repair_file
 
 HEADER = b'{"type":"session","version":1,"id":"s","createdAt":1}\n'
 

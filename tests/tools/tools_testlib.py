@@ -16,7 +16,8 @@ from typing import Any
 import attrs
 import trio
 
-from trio_agent.tools.base import ControllerView, Stream
+from trio_agent.cancel import ControllerView
+from trio_agent.tools.base import Stream
 from trio_agent.tools.procgroup import GroupResult, group_members
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.

@@ -1,20 +1,22 @@
-"""The scenario engine shared by the terminal and the web front ends.
+"""The scenario engine shared by the terminal and the web front ends: the driver of a run.
 
 One :class:`Run` is one scenario run: its own temporary directory holding a JSONL session
-store and a work directory, the worker processes (``python -m trio_agent.demo.worker``) that
-run the real agent on that session, and two views:
+store and a work directory, the worker processes that run the real agent on that session, and
+two views. The run composes four parts, one module each:
 
-* the **log** is read back from the session file itself, complete lines only, so the left
-  pane shows exactly what is durable (a line still in the writer's batch is not shown yet, a
-  torn final line never is);
-* the **runtime** is what the worker reports on stdout (agent status, controllers and their
-  causes, inbox, turn outcomes), plus what the engine sees in ``/proc`` (the tool's process
-  group, alive or gone, even after the worker that started it was killed).
-
-A :class:`Driver` plays a scenario's steps on a run: ``step`` runs one action, ``play``
-runs the rest with a pause (``dwell``) between them; the runtime keeps running in real time
-between steps. Front ends read :meth:`Driver.snapshot`, a JSON-able dict, whenever
-:attr:`Run.changed` fires.
+* :mod:`~trio_agent.demo.log_tail`: the **log**, read back from the session file itself,
+  complete lines only, so the left pane shows exactly what is durable;
+* :mod:`~trio_agent.demo.worker_process`: the **worker process** (``python -m
+  trio_agent.demo.worker``) and the ``/proc`` probes for the tool's process group (alive or
+  gone, even after the worker that started it was killed);
+* :mod:`~trio_agent.demo.runtime_view`: the **runtime** (the right pane), a pure reducer over
+  what the worker reports on stdout (:mod:`~trio_agent.demo.reports`: agent status,
+  controllers and their causes, inbox, turn outcomes);
+* this module: the run itself (the tail polled, the worker's reports folded into the view,
+  bounded waits for what a step causes) and the :class:`Driver` that plays a scenario's steps
+  on it: ``step`` runs one action, ``play`` runs the rest with a pause (``dwell``) between
+  them; the runtime keeps running in real time between steps. Front ends read
+  :meth:`Driver.snapshot`, a JSON-able dict, whenever :attr:`Run.version` changes.
 
 Teardown is bounded and shielded: the worker is asked to shut down, killed if it does not,
 and every process group the log names, or any process still working in the run's directory,
@@ -28,8 +30,6 @@ import hashlib
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -42,27 +42,19 @@ import trio
 from ..log import (
     Event,
     Header,
-    LogError,
-    closers_for,
-    decode_event,
-    decode_header,
     fold_consumed_work,
+    repair_closers,
     scan_log,
     truncate_open_turn,
 )
-from ..log.render import describe
-from ..log.rules import REPAIR_ONLY_CODES
 from ..store import LOG_NAME, escape_id
-from ..tools.procgroup import (
-    group_members,
-    leader_identity,
-    process_identity,
-    reap_orphan_group,
-)
+from ..tools.procgroup import reap_orphan_group
+from .log_tail import LogTail, ShrunkError, log_item, log_items, open_turn
+from .reports import BadReport, parse
+from .runtime_view import RuntimeView, Worker
+from .worker_process import Group, WorkerProcess, processes_under
 
 SESSION_ID: Final = "demo"
-#: The package's parent directory: put on the worker's PYTHONPATH so ``-m`` finds us.
-PACKAGE_PARENT: Final = str(Path(__file__).resolve().parents[2])
 
 #: Bounded waits (seconds): hang guards, never expectations about speed.
 WAIT: Final = 30.0
@@ -86,171 +78,8 @@ echo "{TESTS} passed"
 """
 
 
-_PIPE_ERRORS: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-
-
 class DemoError(Exception):
     """A scenario could not go on (a worker died unexpectedly, a wait ran out)."""
-
-
-# -- log items (what the left pane shows) ------------------------------------------------------
-
-
-def tone_of(event: Event) -> str:
-    """A colour class for an event: the endings and drops this project is about stand out."""
-    d: Any = event.data
-    kind = event.type
-    if kind == "turn/end":
-        return str(d["reason"]["kind"])  # completed, aborted, interrupted, error, ...
-    if kind == "agent/inbox/spliced":
-        if "outcome" in d:
-            return "dropped"
-        return "claim" if d.get("removedCount") else "queue"
-    if kind == "tool/result":
-        code = (d.get("error") or {}).get("code")
-        if code in REPAIR_ONLY_CODES:
-            return "placeholder"
-        if code is not None:
-            return "aborted" if code.startswith("ABORTED") else "error"
-        return "ok"
-    if kind == "assistant/message" and d.get("interrupted"):
-        return "aborted"
-    if kind in ("tool/call", "tool/spawned"):
-        return "dispatch"
-    if kind == "tool/output":
-        return "output"
-    if kind == "assistant/chunk":
-        return "chunk"
-    if kind in ("turn/start", "step/start", "step/end"):
-        return "boundary"
-    return "plain"
-
-
-def log_item(event: Event, depth: int, origin: str) -> dict[str, Any]:
-    item = {
-        "seq": event.seq,
-        "type": event.type,
-        "text": describe(event),
-        "depth": depth,
-        "tone": tone_of(event),
-        "origin": origin,
-    }
-    d: Any = event.data
-    if event.type == "assistant/chunk" and d["chunk"]["type"] == "text-delta":
-        item["delta"] = d["chunk"]["text"]  # front ends fold a run of these into one line
-    return item
-
-
-def log_items(events: Sequence[Event], recovery: frozenset[int]) -> list[dict[str, Any]]:
-    items = []
-    depth = 0
-    for event in events:
-        if event.type in ("turn/end", "step/end"):
-            depth = max(0, depth - 1)
-        origin = "recovery" if event.seq in recovery else "loop"
-        items.append(log_item(event, depth, origin))
-        if event.type in ("turn/start", "step/start"):
-            depth += 1
-    return items
-
-
-# -- /proc helpers ---------------------------------------------------------------------------
-
-
-def _comm(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-
-def group_alive(pgid: int, identity: str) -> list[int]:
-    """Live members of a tool's process group, if it is still the group the log names."""
-    current = process_identity(pgid)
-    if current is not None and current != leader_identity(identity):
-        return []  # the pid now belongs to someone else: our group is long gone
-    return group_members(pgid)
-
-
-def processes_under(directory: Path) -> list[int]:
-    """Pids of live processes whose working directory is inside ``directory``."""
-    found = []
-    prefix = str(directory.resolve())
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue
-        if cwd == prefix or cwd.startswith(prefix + os.sep):
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    state = f.read().rpartition(b")")[2].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state not in (b"Z", b"X"):
-                found.append(int(name))
-    return found
-
-
-# -- runtime state (what the right pane shows) ---------------------------------------------------
-
-
-@attrs.define
-class Controller:
-    n: int
-    turn: int | None = None
-    states: list[str] = attrs.Factory(list)
-    cause: str | None = None
-    released_before_seq: int | None = None
-    prevented: bool = False
-    worker: int = 1
-    lost: bool = False
-
-
-@attrs.define
-class Group:
-    pgid: int
-    identity: str
-    call_id: str
-    spawned_seq: int
-    members: list[str] = attrs.Factory(list)
-    alive: bool = True
-    was_orphaned: bool = False
-
-
-@attrs.define
-class Worker:
-    generation: int
-    mode: str
-    pid: int
-    state: str = "starting"  # starting, running, killed, exited
-    ready: bool = False
-    exit: str | None = None
-
-
-@attrs.define
-class RuntimeState:
-    workers: list[Worker] = attrs.Factory(list)
-    status: str = "idle"
-    current: int | None = None
-    controllers: dict[int, Controller] = attrs.Factory(dict)
-    inbox: dict[str, list[str]] = attrs.Factory(lambda: {"next_turn": [], "next_step": []})
-    outcomes: list[dict[str, Any]] = attrs.Factory(list)
-    dropped: list[dict[str, Any]] = attrs.Factory(list)
-    recovery: list[dict[str, Any]] | None = None
-    notes: list[str] = attrs.Factory(list)
-
-    @property
-    def worker(self) -> Worker | None:
-        return self.workers[-1] if self.workers else None
-
-    def controller(self, n: int) -> Controller:
-        if n not in self.controllers:
-            self.controllers[n] = Controller(n)
-        return self.controllers[n]
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -275,15 +104,15 @@ class Run:
         self.session_id = session_id
         self.workdir = directory / "work"
         self.log_path = self.root / escape_id(session_id) / LOG_NAME
-        self.header: Header | None = None
-        self.events: list[Event] = []
-        self._offset = 0
-        self.runtime = RuntimeState()
+        self.tail = LogTail(self.log_path)
+        self.runtime = RuntimeView()
+        #: Every input the runtime view was given, in order, as JSON: ``{"start": {"mode",
+        #: "pid"}}``, ``{"worker": generation, "report": {...}}``, ``{"worker": generation,
+        #: "exit": returncode}``. ``tests/demo/record_reports.py`` saves it to replay the view.
+        self.inputs: list[dict[str, Any]] = []
         self.groups: dict[int, Group] = {}
         self.cut_after: int | None = None
         self.recovered_from: int | None = None
-        #: Seqs of the events the store's crash recovery appended (reported by the worker).
-        self.recovery_seqs: frozenset[int] = frozenset()
         #: The step the driver is running (facts are filed under it).
         self.step_index: int | None = None
         self.contrast: dict[str, Any] | None = None
@@ -291,13 +120,23 @@ class Run:
         self.before_recovery: bytes | None = None
         self.facts: list[dict[str, Any]] = []
         self.failure: str | None = None
-        self._proc: trio.Process | None = None
-        self._stdin: trio.abc.SendStream | None = None
-        self._expect_exit = False
-        self._stderr_path: Path | None = None
-        self._controller_ids: dict[tuple[int, int], int] = {}
+        self._process: WorkerProcess | None = None
         self.version = 0
         self._changed = trio.Event()
+
+    @property
+    def events(self) -> list[Event]:
+        """The events of the session file's complete lines, as last polled."""
+        return self.tail.events
+
+    @property
+    def header(self) -> Header | None:
+        return self.tail.header
+
+    @property
+    def recovery_seqs(self) -> frozenset[int]:
+        """Seqs of the events the store's crash recovery appended (reported by the worker)."""
+        return self.runtime.recovery_seqs
 
     # -- change notification ----------------------------------------------------------------------
 
@@ -342,19 +181,8 @@ class Run:
     async def teardown(self) -> None:
         """Stop the worker and every process this run started. Bounded, shielded, idempotent."""
         with trio.move_on_after(TEARDOWN_BOUND, shield=True):
-            proc = self._proc
-            if proc is not None and proc.returncode is None:
-                self._expect_exit = True
-                with contextlib.suppress(*_PIPE_ERRORS):
-                    await self._send_raw({"cmd": "shutdown"})
-                with trio.move_on_after(5):
-                    await proc.wait()
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
-            if self._stdin is not None:
-                with contextlib.suppress(*_PIPE_ERRORS):
-                    await self._stdin.aclose()
+            if self._process is not None:
+                await self._process.stop()
             self.poll_log()
             for group in list(self.groups.values()):
                 with contextlib.suppress(ValueError, OSError):
@@ -378,180 +206,64 @@ class Run:
 
     async def start_worker(self, mode: str, script: Sequence[Mapping[str, Any]]) -> Worker:
         """Start a worker (``create`` the session, or ``open`` it cold) and wait until ready."""
-        if self._proc is not None and self._proc.returncode is None:
+        if self._process is not None and self._process.returncode is None:
             raise DemoError("a worker is already running")
         generation = len(self.runtime.workers) + 1
-        argv = [
-            sys.executable,
-            "-m",
-            "trio_agent.demo.worker",
-            "--root",
-            str(self.root),
-            "--session",
-            self.session_id,
-            "--mode",
-            mode,
-            "--workdir",
-            str(self.workdir),
-            "--script",
-            orjson.dumps(list(script)).decode(),
-        ]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
+        process = await WorkerProcess.start(
+            root=self.root,
+            session_id=self.session_id,
+            mode=mode,
+            workdir=self.workdir,
+            script=script,
+            stderr_path=self.dir / f"worker-{generation}.stderr",
         )
-        self._stderr_path = self.dir / f"worker-{generation}.stderr"
-        self._expect_exit = False
-        with open(self._stderr_path, "wb") as stderr:
-            proc = await trio.lowlevel.open_process(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,  # Ctrl+C in a terminal reaches the engine, not the worker
-                env=env,
-            )
-        self._proc = proc
-        self._stdin = proc.stdin
-        worker = Worker(generation, mode, proc.pid)
-        self.runtime.workers.append(worker)
+        self._process = process
+        worker = self.runtime.start_worker(mode, process.pid)
+        self.inputs.append({"start": {"mode": mode, "pid": process.pid}})
         self.notify()
-        self._nursery.start_soon(self._read_worker, proc, worker)
+        self._nursery.start_soon(self._read_worker, process, worker)
         await self.wait_until(lambda: worker.ready, "the worker to open the session")
         return worker
-
-    async def _send_raw(self, cmd: Mapping[str, Any]) -> None:
-        if self._stdin is None:
-            raise DemoError("no worker")
-        await self._stdin.send_all(orjson.dumps(cmd) + b"\n")
 
     async def send(self, cmd: Mapping[str, Any]) -> None:
         """Send a command to the running worker."""
         worker = self.worker
         if worker is None or worker.state != "running":
             raise DemoError("the worker is not running")
-        await self._send_raw(cmd)
+        if self._process is None:
+            raise DemoError("no worker")
+        await self._process.send(cmd)
 
     async def kill_worker(self) -> int:
         """``kill -9`` the worker; return once it is dead and reaped (and the log re-read)."""
-        proc, worker = self._proc, self.worker
-        if proc is None or worker is None or proc.returncode is not None:
+        process, worker = self._process, self.worker
+        if process is None or worker is None or process.returncode is not None:
             raise DemoError("no running worker to kill")
-        self._expect_exit = True
-        proc.send_signal(signal.SIGKILL)
+        process.kill()
         await self.wait_until(lambda: worker.state == "killed", "the worker to die")
         self.poll_log()
         self.cut_after = self.events[-1].seq if self.events else None
         self.notify()
         return worker.pid
 
-    async def _read_worker(self, proc: trio.Process, worker: Worker) -> None:
-        assert proc.stdout is not None
-        buffer = b""
-        try:
-            while True:
-                data = await proc.stdout.receive_some(65536)
-                if not data:
-                    break
-                buffer += data
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        self._on_report(worker, line)
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await proc.wait()
-        code = proc.returncode
-        if code is not None and code < 0 and -code == signal.SIGKILL:
-            worker.state, worker.exit = "killed", "killed by SIGKILL"
-        else:
-            worker.state, worker.exit = "exited", f"exited with code {code}"
-        worker.ready = False
-        self.runtime.status = "gone"
-        self.runtime.current = None
-        for c in self.runtime.controllers.values():
-            mine = c.worker == worker.generation and c.turn is not None
-            if mine and c.released_before_seq is None and worker.state == "killed" and not c.lost:
-                c.lost = True
-                c.states.append("died with the worker: no cancel, no finally, no turn/end")
-        if not self._expect_exit:
-            self.failure = f"worker {worker.pid} {worker.exit} unexpectedly" + self._stderr_tail()
+    async def _read_worker(self, process: WorkerProcess, worker: Worker) -> None:
+        code = await process.read_lines(lambda line: self._on_report(worker, line))
+        self.runtime.worker_exited(worker, code)
+        self.inputs.append({"worker": worker.generation, "exit": code})
+        if not process.expect_exit:
+            self.failure = f"worker {worker.pid} {worker.exit} unexpectedly" + process.stderr_tail()
         self.notify()
-
-    def _stderr_tail(self) -> str:
-        try:
-            text = self._stderr_path.read_text(errors="replace") if self._stderr_path else ""
-        except OSError:
-            return ""
-        lines = [line for line in text.splitlines() if line.strip()]
-        return (": " + " | ".join(lines[-3:])) if lines else ""
-
-    def _global(self, worker: Worker, n: int | None) -> int | None:
-        """Number controllers across workers: each worker counts its own from 1."""
-        return None if n is None else self._number(worker, n)
-
-    def _number(self, worker: Worker, n: int) -> int:
-        key = (worker.generation, n)
-        if key not in self._controller_ids:
-            self._controller_ids[key] = len(self._controller_ids) + 1
-            self.runtime.controller(self._controller_ids[key]).worker = worker.generation
-        return self._controller_ids[key]
 
     def _on_report(self, worker: Worker, line: bytes) -> None:
         try:
-            r = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(r, dict):
-            return
-        rt = self.runtime
-        kind = r.get("type")
-        if kind == "ready":
-            worker.state, worker.ready = "running", True
-            rt.status, rt.current = "idle", None
-        elif kind == "recovered":
-            rt.recovery = r["closers"]
-            self.recovery_seqs = frozenset(c["seq"] for c in r["closers"])
-        elif kind == "status":
-            rt.status = r["status"]
-        elif kind == "current":
-            n = self._global(worker, r["controller"])
-            rt.current = n
-            if n is not None:
-                rt.controller(n)
-        elif kind == "controller":
-            c = rt.controller(self._number(worker, r["controller"]))
-            c.turn = r["turn"]
-            if r["state"] == "live":
-                c.states.append(f"live from turn/start (seq {r['seq']})")
-            elif r["state"] == "released":
-                c.released_before_seq = r["seq"]
-                c.states.append(f"released before turn/end (seq {r['seq']})")
-            else:
-                c.states.append(f"STILL HELD at turn/end (seq {r['seq']})")
-        elif kind == "cancel":
-            n = self._global(worker, r.get("controller"))
-            if n is not None and r.get("hit"):
-                c = rt.controller(n)
-                c.cause = r["cause"]
-                c.states.append(f"cancelled, cause {r['cause']}")
-            elif n is None:
-                rt.notes.append("cancel while idle: nothing to cancel, nothing armed")
-        elif kind == "prevented":
-            n = next((c.n for c in reversed(rt.controllers.values()) if c.cause), None)
-            if n is not None:
-                c = rt.controller(n)
-                c.prevented = True
-                c.states.append("closed: its turn never started (no turn/start)")
-        elif kind == "inbox":
-            rt.inbox = {"next_turn": r["next_turn"], "next_step": r["next_step"]}
-        elif kind == "turn_ended":
-            rt.outcomes.append({"turn": r["turn"], "reason": r["reason"], "cause": r["cause"]})
-        elif kind == "inbox_dropped":
-            for text in r["texts"]:
-                rt.dropped.append({"text": text, "target": r["target"], "cause": r["cause"]})
-        elif kind in ("agent_error", "bad_command"):
-            rt.notes.append(f"{kind}: {r.get('message')}")
+            report = parse(line)
+        except BadReport as exc:
+            # The worker and the engine are one program: a report that does not parse is a
+            # bug, shown as the run's failure (one line naming the field), never a traceback.
+            self.failure = f"worker {worker.pid}: {exc}"
+        else:
+            self.runtime.apply(worker, report)
+            self.inputs.append({"worker": worker.generation, "report": orjson.loads(line)})
         self.notify()
 
     # -- tailing the session file ---------------------------------------------------------------
@@ -559,58 +271,25 @@ class Run:
     def poll_log(self) -> bool:
         """Read complete lines appended since the last poll. True if anything new arrived."""
         try:
-            with open(self.log_path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size < self._offset:
-                    raise DemoError("the session file shrank below what was already shown")
-                f.seek(self._offset)
-                data = f.read()
-        except FileNotFoundError:
-            return False
-        new = False
-        start = 0
-        while self.failure is None:
-            newline = data.find(b"\n", start)
-            if newline < 0:
-                break  # an incomplete last line: not durable yet, or torn; never shown
-            line = data[start:newline]
-            try:
-                if self.header is None:
-                    self.header = decode_header(line)
-                else:
-                    event = decode_event(line)
-                    self.events.append(event)
-                    new = True
-                    if event.type == "tool/spawned":
-                        d = event.data
-                        self.groups[d["pgid"]] = Group(
-                            d["pgid"], d["identity"], d["callId"], event.seq
-                        )
-            except LogError as exc:
-                self.failure = f"the session file has a bad line: {exc}"
-                break
-            start = newline + 1
-        self._offset += start
+            new, bad = self.tail.poll(halted=self.failure is not None)
+        except ShrunkError as exc:
+            raise DemoError(str(exc)) from None
+        for event in new:
+            if event.type == "tool/spawned":
+                d = event.data
+                self.groups[d["pgid"]] = Group(d["pgid"], d["identity"], d["callId"], event.seq)
+        if bad is not None:
+            self.failure = f"the session file has a bad line: {bad}"
         if new or self.failure is not None:
             self.notify()
-        return new
+        return bool(new)
 
     def poll_groups(self) -> bool:
-        changed = False
+        """Look the tool groups up in ``/proc`` again. True if any changed."""
         worker_alive = self.worker is not None and self.worker.state in ("starting", "running")
+        changed = False
         for group in self.groups.values():
-            pids = group_alive(group.pgid, group.identity)
-            members = [f"{pid} {_comm(pid)}" for pid in pids]
-            alive = bool(pids)
-            orphaned = alive and not worker_alive
-            if (
-                members != group.members
-                or alive != group.alive
-                or (orphaned and not group.was_orphaned)
-            ):
-                group.members, group.alive = members, alive
-                group.was_orphaned = group.was_orphaned or orphaned
-                changed = True
+            changed = group.refresh(worker_alive=worker_alive) or changed
         if changed:
             self.notify()
         return changed
@@ -649,7 +328,7 @@ class Run:
         async with JsonlStore(self.root, reap_orphans=None) as store:
             inspected = await store.inspect(self.session_id)
         closers = inspected[len(scan.events) :]
-        if [e.type for e in closers] != [e.type for e in closers_for(scan.checker, scan.last_time)]:
+        if [e.type for e in closers] != [e.type for e in repair_closers(scan.checker)]:
             raise DemoError("store.inspect and the pure core disagree about the closers")
         after = self.log_path.read_bytes()
         self.before_recovery = before
@@ -685,58 +364,29 @@ class Run:
                 if item["seq"] in dropped:
                     item["would"] = "drop"
         fold = fold_consumed_work(self.events)
-        rt = self.runtime
-        groups = [
-            {
-                "pgid": g.pgid,
-                "callId": g.call_id,
-                "alive": g.alive,
-                "members": g.members,
-                "orphaned": g.alive and not (self.worker and self.worker.state == "running"),
-                "wasOrphaned": g.was_orphaned,
-            }
-            for g in self.groups.values()
-        ]
+        worker_running = self.worker is not None and self.worker.state == "running"
+        groups = [g.to_json(worker_running=worker_running) for g in self.groups.values()]
         progress = self.progress()
+        runtime = self.runtime.to_json()
+        notes = runtime.pop("notes")
         return {
             "log": {
                 "path": str(self.log_path),
                 "items": items,
                 "cutAfter": self.cut_after,
                 "recoveredFrom": self.recovered_from,
-                "openTurn": _open_turn(self.events),
+                "openTurn": open_turn(self.events),
             },
             "runtime": {
-                "workers": [attrs.asdict(w) for w in rt.workers],
-                "status": rt.status,
-                "current": rt.current,
-                "controllers": [
-                    attrs.asdict(c)
-                    for c in rt.controllers.values()
-                    if c.turn is not None or c.cause is not None
-                ],
-                "inbox": rt.inbox,
-                "outcomes": rt.outcomes,
-                "dropped": rt.dropped,
-                "recovery": rt.recovery,
+                **runtime,
                 "groups": groups,
                 "progress": {"lines": len(progress), "last": progress[-1] if progress else None},
                 "fold": {"endSeq": fold.end_seq, "droppedUnrun": fold.dropped_unrun},
-                "notes": rt.notes,
+                "notes": notes,
             },
             "contrast": self.contrast,
             "facts": self.facts,
         }
-
-
-def _open_turn(events: Sequence[Event]) -> int | None:
-    turn = None
-    for e in events:
-        if e.type == "turn/start":
-            turn = e.data["turn"]
-        elif e.type == "turn/end":
-            turn = None
-    return turn
 
 
 @contextlib.asynccontextmanager

@@ -17,8 +17,10 @@ End of input counts as ``shutdown``: if the engine goes away, the worker winds d
 
 Reports leave as JSON lines on stdout, one object each with a ``type``: ``hello``,
 ``recovered``, ``ready``, ``status``, ``controller``, ``current``, ``inbox``, ``turn_ended``,
-``inbox_dropped``, ``prevented``, ``cancel``, ``agent_error``, ``bad_command`` and ``bye``.
-They describe runtime state only; what is durable is read from the session file itself.
+``inbox_dropped``, ``prevented``, ``cancel``, ``agent_error``, ``bad_command`` and ``bye``;
+each is a class of :mod:`trio_agent.demo.reports`, whose converter writes it here and checks
+it in the engine. They describe runtime state only; what is durable is read from the session
+file itself.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,9 @@ from ..runtime import (
     open_agent,
 )
 from ..store import JsonlStore
+from ..tools.procgroup import reap_orphans
 from ..tools.subprocess_tool import BashTool
+from . import reports as r
 
 #: Grace between SIGTERM and SIGKILL when a cancelled tool's group is stopped.
 TOOL_GRACE = 1.0
@@ -57,9 +60,9 @@ TOOL_GRACE = 1.0
 MAX_COMMAND = 64 * 1024
 
 
-def report(obj: Mapping[str, Any]) -> None:
+def report(obj: r.Report) -> None:
     """Write one report line to stdout (blocking, small, unbuffered)."""
-    data = orjson.dumps(obj) + b"\n"
+    data = r.encode(obj)
     view = memoryview(data)
     while view:
         written = os.write(1, view)
@@ -84,7 +87,7 @@ class Tracker:
         self._keep: list[TurnController] = []  # keep ids stable: never let one be reused
         self._by_turn: dict[int, TurnController] = {}
         self._current: int | None = -1
-        self._inbox: Any = None
+        self._inbox: r.InboxChanged | None = None
 
     def number(self, controller: TurnController) -> int:
         key = id(controller)
@@ -99,15 +102,15 @@ class Tracker:
         if n != self._current:
             self._current = n
             turn = None if controller is None else controller.turn
-            report({"type": "current", "controller": n, "turn": turn})
+            report(r.Current(controller=n, turn=turn))
         inbox = self.agent.session.inbox
-        snapshot = {
-            "next_turn": [m["text"] for m in inbox.next_turn],
-            "next_step": [m["text"] for m in inbox.next_step],
-        }
+        snapshot = r.InboxChanged(
+            next_turn=[m["text"] for m in inbox.next_turn],
+            next_step=[m["text"] for m in inbox.next_step],
+        )
         if snapshot != self._inbox:
             self._inbox = snapshot
-            report({"type": "inbox", **snapshot})
+            report(snapshot)
 
     def on_append(self, event: Any) -> None:
         data = event.data
@@ -116,64 +119,58 @@ class Tracker:
             if controller is not None:
                 self._by_turn[data["turn"]] = controller
                 report(
-                    {
-                        "type": "controller",
-                        "controller": self.number(controller),
-                        "turn": data["turn"],
-                        "state": "live",
-                        "seq": event.seq,
-                    }
+                    r.ControllerSeen(
+                        controller=self.number(controller),
+                        turn=data["turn"],
+                        state="live",
+                        seq=event.seq,
+                    )
                 )
         elif event.type == "turn/end":
             controller = self._by_turn.get(data["turn"])
             if controller is not None:
                 released = self.agent.controller is not controller and controller.closed
                 report(
-                    {
-                        "type": "controller",
-                        "controller": self.number(controller),
-                        "turn": data["turn"],
-                        "state": "released" if released else "still-held",
-                        "seq": event.seq,
-                        "cause": _cause(controller.cause),
-                    }
+                    r.ControllerSeen(
+                        controller=self.number(controller),
+                        turn=data["turn"],
+                        state="released" if released else "still-held",
+                        seq=event.seq,
+                        cause=_cause(controller.cause),
+                    )
                 )
         self.sync()
 
     def on_runtime(self, event: RuntimeEvent) -> None:
         if isinstance(event, StatusChanged):
-            report({"type": "status", "status": event.status})
+            report(r.StatusReport(status=event.status))
         elif isinstance(event, TurnEnded):
             o = event.outcome
-            report(
-                {"type": "turn_ended", "turn": o.turn, "reason": o.reason, "cause": _cause(o.cause)}
-            )
+            report(r.TurnEndedReport(turn=o.turn, reason=o.reason, cause=_cause(o.cause)))
         elif isinstance(event, InboxDropped):
             report(
-                {
-                    "type": "inbox_dropped",
-                    "target": event.target,
-                    "texts": [m["text"] for m in event.messages],
-                    "cause": _cause(event.cause),
-                }
+                r.InboxDropped(
+                    target=event.target,
+                    texts=[m["text"] for m in event.messages],
+                    cause=_cause(event.cause),
+                )
             )
         elif isinstance(event, TurnPrevented):
-            report({"type": "prevented", "cause": _cause(event.cause), "parked": event.parked})
+            report(r.Prevented(cause=_cause(event.cause), parked=event.parked))
         elif isinstance(event, AgentError):
-            report({"type": "agent_error", "message": event.message})
+            report(r.AgentErrorReport(message=event.message))
         self.sync()
 
     def cancel(self, agent: Agent) -> None:
         controller = agent.controller
         hit = agent.cancel(CancelCause.user())
         report(
-            {
-                "type": "cancel",
-                "cause": "user",
-                "hit": hit,
-                "controller": None if controller is None else self.number(controller),
-                "turn": None if controller is None else controller.turn,
-            }
+            r.Cancelled(
+                cause="user",
+                hit=hit,
+                controller=None if controller is None else self.number(controller),
+                turn=None if controller is None else controller.turn,
+            )
         )
         self.sync()
 
@@ -188,7 +185,7 @@ async def _read_commands(agent: Agent, tracker: Tracker) -> None:
                 return  # the engine went away: shut down
             buffer += data
             if len(buffer) > MAX_COMMAND and b"\n" not in buffer:
-                report({"type": "bad_command", "message": "command line too long"})
+                report(r.BadCommand(message="command line too long"))
                 buffer = b""
                 continue
             *lines, buffer = buffer.split(b"\n")
@@ -204,7 +201,7 @@ def _run_command(line: bytes, agent: Agent, tracker: Tracker) -> bool:
     try:
         cmd = orjson.loads(line)
     except orjson.JSONDecodeError:
-        report({"type": "bad_command", "message": "not JSON"})
+        report(r.BadCommand(message="not JSON"))
         return True
     kind = cmd.get("cmd") if isinstance(cmd, dict) else None
     text = cmd.get("text") if isinstance(cmd, dict) else None
@@ -219,16 +216,16 @@ def _run_command(line: bytes, agent: Agent, tracker: Tracker) -> bool:
             if kind == "followup_esc":
                 tracker.cancel(agent)  # same tick: the controller made at wake is already live
         else:
-            report({"type": "bad_command", "message": f"unknown command {kind!r}"})
+            report(r.BadCommand(message=f"unknown command {kind!r}"))
     except Exception as exc:  # report it; the engine shows it, the agent keeps running
-        report({"type": "agent_error", "message": f"{kind}: {type(exc).__name__}: {exc}"})
+        report(r.AgentErrorReport(message=f"{kind}: {type(exc).__name__}: {exc}"))
     return True
 
 
 async def run_worker(args: argparse.Namespace) -> None:
     script = orjson.loads(args.script)
-    report({"type": "hello", "pid": os.getpid(), "mode": args.mode})
-    async with JsonlStore(args.root) as store:
+    report(r.Hello(pid=os.getpid(), mode=args.mode))
+    async with JsonlStore(args.root, reap_orphans=reap_orphans) as store:
         if args.mode == "create":
             session = await store.create(args.session)
         else:
@@ -237,12 +234,9 @@ async def run_worker(args: argparse.Namespace) -> None:
             session = await store.open(args.session)
             closers = list(session.events)[before:]
             report(
-                {
-                    "type": "recovered",
-                    "closers": [
-                        {"seq": e.seq, "type": e.type, "text": describe(e)} for e in closers
-                    ],
-                }
+                r.Recovered(
+                    closers=[r.Closer(seq=e.seq, type=e.type, text=describe(e)) for e in closers]
+                )
             )
         model = ScriptedModel(script)
         tools = [BashTool(cwd=args.workdir, grace=TOOL_GRACE)]
@@ -250,10 +244,10 @@ async def run_worker(args: argparse.Namespace) -> None:
             tracker = Tracker(agent)
             session.subscribe(tracker.on_append)
             agent.subscribe(tracker.on_runtime)
-            report({"type": "ready", "events": len(session.events)})
+            report(r.Ready(events=len(session.events)))
             tracker.sync()
             await _read_commands(agent, tracker)
-    report({"type": "bye"})
+    report(r.Bye())
 
 
 def main(argv: list[str] | None = None) -> int:

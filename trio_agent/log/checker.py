@@ -12,6 +12,7 @@ the last check of an event has passed.
 
 from __future__ import annotations
 
+import enum
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -22,11 +23,22 @@ from .inbox import InboxProjection, SpliceError
 from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
 from .schema import DATA_PREDICATES
 
-# Phases of the open step (rule I9): input, then model output, then tool work.
-_INPUT: Final = 0
-_STREAMING: Final = 1
-_ANSWERED: Final = 2  # the step's assistant/message is in
-_INTERRUPTED: Final = 3  # the step's assistant/message was interrupted: only step/end may follow
+
+class Phase(enum.Enum):
+    """Where the open step is (rule I9): input, then model output, then tool work."""
+
+    INPUT = "input"
+    STREAMING = "streaming"
+    ANSWERED = "answered"  # the step's assistant/message is in
+    INTERRUPTED = "interrupted"  # its assistant/message was interrupted: only step/end follows
+
+
+# Module-level names: a global load is cheaper than an attribute of the enum class, and the
+# hot path compares by identity (an Enum's hash is a Python-level call).
+_INPUT: Final = Phase.INPUT
+_STREAMING: Final = Phase.STREAMING
+_ANSWERED: Final = Phase.ANSWERED
+_INTERRUPTED: Final = Phase.INTERRUPTED
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -37,13 +49,20 @@ def _same_json(a: Any, b: Any) -> bool:
 
 def _no_bool_for_number(a: Any, b: Any) -> bool:
     # Only called on values that are already ``==``: dicts have the same keys, lists the
-    # same length.
-    if type(a) is bool or type(b) is bool:
-        return type(a) is type(b)
-    if type(a) is dict:
-        return all(_no_bool_for_number(value, b[key]) for key, value in a.items())
-    if type(a) is list:
-        return all(map(_no_bool_for_number, a, b))
+    # same length. A string equals only a string, so string members need no descent.
+    ta = type(a)
+    if ta is bool or type(b) is bool:
+        return ta is type(b)
+    if ta is dict:
+        for key, value in a.items():
+            if type(value) is not str and not _no_bool_for_number(value, b[key]):
+                return False
+        return True
+    if ta is list:
+        for value, other in zip(a, b, strict=True):
+            if type(value) is not str and not _no_bool_for_number(value, other):
+                return False
+        return True
     return True
 
 
@@ -52,7 +71,6 @@ class _Call:
 
     __slots__ = (
         "approval",
-        "approval_id",
         "arguments",
         "dispatched",
         "identity",
@@ -69,7 +87,6 @@ class _Call:
         self.spawned = False
         self.identity: str | None = None  # the tool/spawned identity, once spawned
         self.approval: str | None = None  # None | "asked" | an outcome
-        self.approval_id: str | None = None
 
 
 class LogChecker:
@@ -89,7 +106,7 @@ class LogChecker:
         self.open_step: int | None = None
         self.inbox = InboxProjection()
         self._last_step = 0
-        self._phase = _INPUT
+        self._phase: Phase = _INPUT
         self._calls: dict[str, _Call] = {}
         self._call_ids: set[str] = set()  # every tool-call id of the log (I10)
         self._approval_ids: set[str] = set()
@@ -152,29 +169,37 @@ class LogChecker:
     def feed_fast(self, obj: Any) -> bool:
         """Accept one decoded line on the fast path, or decline it (spec/invariants.md).
 
-        ``obj`` is the JSON value of a line as ``orjson.loads`` returned it. For the two types
-        that dominate long logs (``assistant/chunk``, ``tool/output``) and the three step and
-        turn boundaries whose data is only integers (``turn/start``, ``step/start``,
-        ``step/end``), when the line is a
+        ``obj`` is the JSON value of a line as ``orjson.loads`` returned it. When it is a
         well-formed event (I0) that breaks no rule, this advances the state exactly as
-        ``feed(decode_event(line))`` would and returns True. Anything else (another type, a
-        malformed line, any broken rule) returns False with the state untouched: the caller
-        then takes the explanatory path, which raises the precise error. So the fast path can
-        only accept what :meth:`feed` accepts (a property test holds both to that).
+        ``feed(decode_event(line))`` would and returns True, for every event type. Anything
+        else (a malformed line, any broken rule) returns False with the state untouched: the
+        caller then takes the explanatory path (:meth:`feed`), which raises the precise
+        error. So the fast path can only accept what :meth:`feed` accepts, and accepts all of
+        it (property tests in tests/log/test_stream.py hold both to that).
         """
         # Every check mirrors one of decode_event (I0) or feed/_check_in_step/handler, in a
-        # cheaper form that is only ever stricter. The common shapes (a text delta; an output
-        # line) are tested inline, without a call; any other shape of the two types goes
-        # through the compiled predicate of its data class.
+        # cheaper form that declines (never raises) on a broken rule. The two types that
+        # dominate long logs (assistant/chunk, tool/output) test their common shapes inline;
+        # any other shape, and every other type, goes through the compiled predicate of its
+        # data class, then a per-type method that checks the rules and commits.
         if type(obj) is not dict or len(obj) != 4:
             return False
         try:  # a missing key or a value of the wrong type declines (KeyError, TypeError)
             kind = obj["type"]
             data = obj["data"]
-            if type(data) is not dict:
+            seq = obj["seq"]
+            time = obj["time"]
+            if (
+                seq != self.next_seq  # I1 (next_seq >= 0, so a matching int is a valid seq)
+                or type(seq) is not int  # I0 (True == 1)
+                or type(time) is not int
+                or time < 0
+                or type(data) is not dict
+            ):
                 return False
             if kind == "assistant/chunk":
-                if self._phase >= _ANSWERED:  # I9
+                phase = self._phase
+                if phase is _ANSWERED or phase is _INTERRUPTED:  # I9
                     return False
                 chunk = data["chunk"]
                 if not (
@@ -185,6 +210,8 @@ class LogChecker:
                     and type(chunk["text"]) is str
                 ) and not _chunk_ok(data):
                     return False
+                turn = data["turn"]
+                step = data["step"]
             elif kind == "tool/output":
                 call_id = data["callId"]
                 if not (
@@ -198,22 +225,19 @@ class LogChecker:
                 call = self._calls.get(call_id)
                 if call is None or not call.dispatched or call.resolved:  # I13
                     return False
-            elif kind in _BOUNDARIES:
-                return self._feed_boundary(obj, kind, data)
+                turn = data["turn"]
+                step = data["step"]
             else:
-                return False
-            seq = obj["seq"]
-            time = obj["time"]
-            turn = data["turn"]
-            step = data["step"]
+                accept = _FAST_TYPES.get(kind)  # an unhashable type raises TypeError
+                if accept is None or not accept(self, data):
+                    return False
+                self.next_seq = seq + 1
+                self.last_time = time
+                return True
         except (KeyError, TypeError):
             return False
         if (
-            seq != self.next_seq  # I1 (next_seq >= 0, so a matching int is a valid seq)
-            or type(seq) is not int
-            or type(time) is not int
-            or time < 0
-            or type(turn) is not int  # I0 (a bool equals 1; the predicate's type test)
+            type(turn) is not int  # I0 (a bool equals 1; the predicate's type test)
             or type(step) is not int
             or turn != self.open_turn  # I7/I8: the open turn has not ended
             or step != self.open_step
@@ -226,46 +250,219 @@ class LogChecker:
         self.last_time = time
         return True
 
-    def _feed_boundary(self, obj: dict[str, Any], kind: str, data: dict[str, Any]) -> bool:
-        """The fast path of ``turn/start``, ``step/start`` and ``step/end``: their checks (I0,
-        I1, I3 with I2, I6, I8, I16, I17) and their handlers' commits, inline and only ever
-        stricter (exactly the data keys the schema names)."""
-        seq = obj.get("seq")
-        time = obj.get("time")
-        turn = data.get("turn")
+    # The per-type halves of feed_fast: ``data`` is the line's data object (a dict), the
+    # envelope already checked (I0, I1). Each returns False, changing nothing, on anything
+    # its handler (or decode_event's predicate) would refuse; else it commits and returns
+    # True. Nothing that can raise runs after the first change of state.
+
+    def _in_step(self, data: dict[str, Any]) -> bool:
+        """``_check_in_step`` (I7, I8, I17) on data the predicate accepted (int turn, step)."""
+        return (
+            data["turn"] == self.open_turn
+            and data["step"] == self.open_step
+            and not self._repairing
+        )
+
+    def _fast_turn_start(self, data: dict[str, Any]) -> bool:
+        turn = data["turn"]
+        # I0 (an int; >= 1 follows from I3; other keys through the predicate), I2, I3.
         if (
-            seq != self.next_seq
-            or type(seq) is not int
-            or type(time) is not int
-            or time < 0
+            (len(data) != 1 and not _TURN_START_OK(data))
             or type(turn) is not int
+            or self.open_turn is not None
+            or turn != self.last_turn + 1
         ):
             return False
-        if kind == "turn/start":
-            # I2 (no turn open), I3 (the next number; >= 1 since last_turn >= 0).
-            if len(data) != 1 or self.open_turn is not None or turn != self.last_turn + 1:
+        self.open_turn = self.last_turn = turn
+        self._last_step = 0
+        self._repairing = False
+        return True
+
+    def _fast_step_start(self, data: dict[str, Any]) -> bool:
+        turn = data["turn"]
+        step = data["step"]
+        # I0 (ints; >= 1 follows from I6; other keys through the predicate), I6/I7, I17.
+        if (
+            (len(data) != 2 and not _STEP_OK(data))
+            or type(turn) is not int
+            or type(step) is not int
+            or turn != self.open_turn
+            or self.open_step is not None
+            or step != self._last_step + 1
+            or self._repairing
+        ):
+            return False
+        self.open_step = self._last_step = step
+        self._phase = _INPUT
+        self._calls = {}
+        self._open_approvals = {}
+        return True
+
+    def _fast_step_end(self, data: dict[str, Any]) -> bool:
+        turn = data["turn"]
+        step = data["step"]
+        if (
+            (len(data) != 2 and not _STEP_OK(data))
+            or type(turn) is not int
+            or type(step) is not int
+            or turn != self.open_turn  # I7, I8
+            or step != self.open_step
+        ):
+            return False
+        for call in self._calls.values():  # I16
+            if not call.resolved:
                 return False
-            self.open_turn = self.last_turn = turn
-            self._last_step = 0
-            self._repairing = False
-        else:
-            step = data.get("step")
-            # The open turn (so not ended, I7); the step numbers of I6 / I8 (>= 1 by then).
-            if len(data) != 2 or type(step) is not int or turn != self.open_turn:
+        self.open_step = None
+        self._calls = {}
+        self._open_approvals = {}
+        return True
+
+    def _fast_turn_end(self, data: dict[str, Any]) -> bool:
+        if not _TURN_END_OK(data):
+            return False
+        # I4/I7 (the open turn has not ended), I5, I17.
+        if data["turn"] != self.open_turn or self.open_step is not None:
+            return False
+        if self._repairing and data["reason"]["kind"] != "interrupted":
+            return False
+        self.open_turn = None
+        self._repairing = False
+        return True
+
+    def _fast_spliced(self, data: dict[str, Any]) -> bool:
+        if not _SPLICED_OK(data):
+            return False
+        if (
+            "removedCount" in data
+            and "outcome" not in data  # a claim: I19, I17
+            and (
+                self.open_turn is None
+                or self.open_step is not None
+                or data["inserted"]
+                or data["start"] != 0
+                or (data["target"] == "next-turn" and data["removedCount"] != 1)
+                or self._repairing
+            )
+        ):
+            return False
+        return self.inbox.try_apply(data)  # I18
+
+    def _fast_user_message(self, data: dict[str, Any]) -> bool:
+        return _USER_MESSAGE_OK(data) and self._in_step(data) and self._phase is _INPUT  # I9
+
+    def _fast_assistant_message(self, data: dict[str, Any]) -> bool:
+        if not _ASSISTANT_MESSAGE_OK(data) or not self._in_step(data):
+            return False
+        phase = self._phase
+        if phase is _ANSWERED or phase is _INTERRUPTED:  # I9
+            return False
+        blocks = [b for b in data["message"]["content"] if b["type"] == "tool-call"]
+        interrupted = "interrupted" in data  # the predicate admits only true
+        if blocks:
+            if interrupted:  # I9
                 return False
-            if kind == "step/start":
-                if self.open_step is not None or step != self._last_step + 1 or self._repairing:
-                    return False  # I6, I17
-                self.open_step = self._last_step = step
-                self._phase = _INPUT
-            else:  # step/end
-                if step != self.open_step or any(not c.resolved for c in self._calls.values()):
-                    return False  # I8, I16
-                self.open_step = None
-            self._calls = {}
-            self._open_approvals = {}
-        self.next_seq = seq + 1
-        self.last_time = time
+            used = self._call_ids
+            ids: set[str] = set()
+            for block in blocks:  # I10
+                cid = block["id"]
+                if cid in used or cid in ids:
+                    return False
+                ids.add(cid)
+            used.update(ids)
+        self._phase = _INTERRUPTED if interrupted else _ANSWERED
+        self._calls = {b["id"]: _Call(b["name"], b["arguments"]) for b in blocks}
+        return True
+
+    def _fast_approval_asked(self, data: dict[str, Any]) -> bool:
+        if not _APPROVAL_ASKED_OK(data) or not self._in_step(data):
+            return False
+        cid = data["callId"]
+        call = self._calls.get(cid)
+        aid = data["id"]
+        if (  # I12
+            call is None
+            or aid in self._approval_ids
+            or call.approval is not None
+            or call.dispatched
+            or call.resolved
+            or data["toolName"] != call.name
+        ):
+            return False
+        self._approval_ids.add(aid)
+        self._open_approvals[aid] = cid
+        call.approval = "asked"
+        return True
+
+    def _fast_approval_decided(self, data: dict[str, Any]) -> bool:
+        if not _APPROVAL_DECIDED_OK(data) or not self._in_step(data):
+            return False
+        aid = data["id"]
+        cid = self._open_approvals.get(aid)
+        if cid is None:  # I12
+            return False
+        call = self._calls[cid]
+        if call.resolved:  # I12
+            return False
+        del self._open_approvals[aid]
+        call.approval = data["outcome"]
+        return True
+
+    def _fast_tool_call(self, data: dict[str, Any]) -> bool:
+        if not _TOOL_CALL_OK(data) or not self._in_step(data):
+            return False
+        call = self._calls.get(data["callId"])
+        if (
+            call is None  # I11
+            or call.dispatched
+            or call.resolved
+            or data["name"] != call.name
+            or not _same_json(data["arguments"], call.arguments)
+        ):
+            return False
+        approval = call.approval
+        if approval is not None and approval != "allowed":  # I12
+            return False
+        call.dispatched = True
+        return True
+
+    def _fast_tool_spawned(self, data: dict[str, Any]) -> bool:
+        if not _TOOL_SPAWNED_OK(data) or not self._in_step(data):
+            return False
+        call = self._calls.get(data["callId"])
+        if call is None or not call.dispatched or call.resolved or call.spawned:  # I13
+            return False
+        call.spawned = True
+        call.identity = data["identity"]
+        return True
+
+    def _fast_tool_result(self, data: dict[str, Any]) -> bool:
+        # tool/result is the one step-scoped type a repair placeholder lets through (I17).
+        if (
+            not _TOOL_RESULT_OK(data)
+            or data["turn"] != self.open_turn  # I7, I8
+            or data["step"] != self.open_step
+        ):
+            return False
+        call = self._calls.get(data["callId"])
+        if call is None or call.resolved:  # I14
+            return False
+        error = data.get("error")
+        if error is None:
+            if not call.dispatched or self._repairing:  # I15, I17
+                return False
+            call.resolved = True
+            return True
+        code = error["code"]
+        if not data["isError"]:  # I15
+            return False
+        if (code in _NOT_DISPATCHED) is call.dispatched:  # I15: keyed to the dispatch marker
+            return False
+        placeholder = code in _REPAIR_ONLY
+        if self._repairing and not placeholder:  # I17
+            return False
+        call.resolved = True
+        if placeholder:
+            self._repairing = True
         return True
 
     def feed_all(self, events: Iterable[Event]) -> None:
@@ -408,7 +605,7 @@ class LogChecker:
             raise LogViolation("I9", event.seq, "user/message after the step's model output began")
 
     def _on_assistant_chunk(self, event: Event) -> Callable[[], None]:
-        if self._phase >= _ANSWERED:
+        if self._phase in (_ANSWERED, _INTERRUPTED):
             raise LogViolation(
                 "I9", event.seq, "assistant/chunk after the step's assistant/message"
             )
@@ -419,7 +616,7 @@ class LogChecker:
         return commit
 
     def _on_assistant_message(self, event: Event) -> Callable[[], None]:
-        if self._phase >= _ANSWERED:
+        if self._phase in (_ANSWERED, _INTERRUPTED):
             raise LogViolation("I9", event.seq, "a second assistant/message in one step")
         data = event.data
         interrupted = data.get("interrupted", False)
@@ -469,7 +666,6 @@ class LogChecker:
             self._approval_ids.add(aid)
             self._open_approvals[aid] = data["callId"]
             call.approval = "asked"
-            call.approval_id = aid
 
         return commit
 
@@ -609,10 +805,37 @@ class LogChecker:
 
 _chunk_ok: Final = DATA_PREDICATES["assistant/chunk"]
 _output_ok: Final = DATA_PREDICATES["tool/output"]
-#: The boundary types :meth:`LogChecker.feed_fast` also takes (integer-only data).
-_BOUNDARIES: Final = frozenset({"turn/start", "step/start", "step/end"})
+_TURN_START_OK: Final = DATA_PREDICATES["turn/start"]
+_STEP_OK: Final = DATA_PREDICATES["step/start"]  # step/end has the same fields
+_TURN_END_OK: Final = DATA_PREDICATES["turn/end"]
+_SPLICED_OK: Final = DATA_PREDICATES["agent/inbox/spliced"]
+_USER_MESSAGE_OK: Final = DATA_PREDICATES["user/message"]
+_ASSISTANT_MESSAGE_OK: Final = DATA_PREDICATES["assistant/message"]
+_APPROVAL_ASKED_OK: Final = DATA_PREDICATES["approval/asked"]
+_APPROVAL_DECIDED_OK: Final = DATA_PREDICATES["approval/decided"]
+_TOOL_CALL_OK: Final = DATA_PREDICATES["tool/call"]
+_TOOL_SPAWNED_OK: Final = DATA_PREDICATES["tool/spawned"]
+_TOOL_RESULT_OK: Final = DATA_PREDICATES["tool/result"]
+_NOT_DISPATCHED: Final = NOT_DISPATCHED_CODES
+_REPAIR_ONLY: Final = REPAIR_ONLY_CODES
 #: The values of ``tool/output.stream`` (spec/log.md), as the inline fast test reads them.
 _STREAMS: Final = frozenset(typing.get_args(OutputStream))
+#: type -> the per-type half of :meth:`LogChecker.feed_fast` (every type but the two it
+#: tests inline).
+_FAST_TYPES: Final[dict[str, Callable[[LogChecker, dict[str, Any]], bool]]] = {
+    "turn/start": LogChecker._fast_turn_start,
+    "turn/end": LogChecker._fast_turn_end,
+    "step/start": LogChecker._fast_step_start,
+    "step/end": LogChecker._fast_step_end,
+    "agent/inbox/spliced": LogChecker._fast_spliced,
+    "user/message": LogChecker._fast_user_message,
+    "assistant/message": LogChecker._fast_assistant_message,
+    "approval/asked": LogChecker._fast_approval_asked,
+    "approval/decided": LogChecker._fast_approval_decided,
+    "tool/call": LogChecker._fast_tool_call,
+    "tool/spawned": LogChecker._fast_tool_spawned,
+    "tool/result": LogChecker._fast_tool_result,
+}
 
 
 def check_events(events: Iterable[Event]) -> LogChecker:

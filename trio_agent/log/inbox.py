@@ -7,7 +7,7 @@ log rebuilds it exactly, which is how a reopened session finds work a crash left
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 TARGETS: Final = ("next-turn", "next-step")
@@ -70,6 +70,32 @@ class InboxProjection:
             if message["id"] in remaining:
                 raise SpliceError(f"message id {message['id']!r} is already queued")
             remaining.add(message["id"])
+
+    def try_apply(self, data: Mapping[str, Any]) -> bool:
+        """Apply the splice ``data`` and return True when :meth:`check` would accept it;
+        otherwise change nothing and return False (the checker's fast path; :meth:`check`
+        words the refusal). Unlike :meth:`check` it copies no id set."""
+        queue = self.queues[data["target"]]
+        start: int = data["start"]
+        removed: int = data.get("removedCount", 0)
+        end = start + removed
+        inserted: Sequence[Mapping[str, Any]] = data["inserted"]
+        if end > len(queue) or not (removed or inserted) or ("outcome" in data and not removed):
+            return False
+        ids = self._ids
+        seen: set[str] = set()
+        if inserted:
+            gone: Collection[str] = {m["id"] for m in queue[start:end]} if removed else ()
+            for message in inserted:
+                mid = message["id"]
+                if (mid in ids and mid not in gone) or mid in seen:
+                    return False
+                seen.add(mid)
+        for message in queue[start:end]:
+            ids.discard(message["id"])
+        queue[start:end] = inserted
+        ids.update(seen)
+        return True
 
     def apply(self, data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """Apply a splice already accepted by :meth:`check`; return the removed messages."""

@@ -6,7 +6,8 @@ step is open, then ``turn/end{interrupted}``. Seqs continue the log and every cl
 last event's ``time``, so repair is deterministic; repairing a repaired log yields nothing.
 
 Pure: what recovery found on the machine comes in as arguments (the calls whose process group
-it stopped, and the recovering host's boot id), never from the machine itself.
+it stopped, and the recovering host's boot id; :class:`Reaping` carries both from whoever
+reaped), never from the machine itself. :func:`repair_closers` is the one entry point.
 """
 
 from __future__ import annotations
@@ -14,8 +15,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+import attrs
+
 from .checker import LogChecker
 from .events import Event
+
+#: ``(call_id, pgid, identity)`` of a process group logged (``tool/spawned``) by an unanswered,
+#: dispatched call of the open step: what a store asks its reaper to stop (R5).
+Orphan = tuple[str, int, str]
+
+
+@attrs.frozen
+class Reaping:
+    """What stopping a crashed turn's orphans found on the machine (R5): ``{call_id: what was
+    done}`` for the groups stopped, and the recovering host's boot id (``None``: unknown, and
+    then no call gets the other-host sentence)."""
+
+    stopped: Mapping[str, str] = attrs.field(factory=dict)
+    boot_id: str | None = None
+
 
 #: Placeholder for a call whose ``tool/call`` is durable but whose result is not (R2).
 OUTCOME_UNKNOWN_TEXT: Final = (
@@ -65,18 +83,36 @@ def _suffix(
     return ""
 
 
-def closers_for(
-    checker: LogChecker,
-    time: int,
+def repair_closers(
+    log: LogChecker | Iterable[Event],
     stopped: Mapping[str, str] | None = None,
     boot_id: str | None = None,
 ) -> list[Event]:
-    """The closers for the state a checker reached; ``time`` is the last event's time.
+    """The events that complete a crashed log (empty for a balanced or empty log).
 
+    ``log`` is the log's events, or a :class:`LogChecker` already fed them (a streamed
+    reading keeps only the checker); the closers' ``time`` is the last event's.
     ``stopped`` maps call ids whose orphaned process group recovery terminated to a short
     description of what was done; ``boot_id`` is the recovering host's boot id, when recovery
     looked for orphans (``None``: it did not). Both only change the placeholder's wording (R5).
+
+    Raises :class:`~trio_agent.log.errors.LogViolation` if ``events`` is not a valid log:
+    a log that breaks a rule is corrupt, and repair never guesses.
     """
+    if isinstance(log, LogChecker):
+        checker = log
+    else:
+        checker = LogChecker()
+        for event in log:
+            checker.feed(event)
+    return _closers(checker, stopped, boot_id)
+
+
+def _closers(
+    checker: LogChecker, stopped: Mapping[str, str] | None, boot_id: str | None
+) -> list[Event]:
+    """The closers for the state a checker reached, all at the last event's time."""
+    time = checker.last_time
     turn = checker.open_turn
     if turn is None:
         return []
@@ -106,21 +142,3 @@ def closers_for(
         seq += 1
     out.append(Event(seq, time, "turn/end", {"turn": turn, "reason": {"kind": "interrupted"}}))
     return out
-
-
-def repair_closers(
-    events: Iterable[Event],
-    stopped: Mapping[str, str] | None = None,
-    boot_id: str | None = None,
-) -> list[Event]:
-    """The events that complete a crashed log (empty for a balanced or empty log).
-
-    Raises :class:`~trio_agent.log.errors.LogViolation` if ``events`` is not a valid log:
-    a log that breaks a rule is corrupt, and repair never guesses.
-    """
-    checker = LogChecker()
-    last_time = 0
-    for event in events:
-        checker.feed(event)
-        last_time = event.time
-    return closers_for(checker, last_time, stopped, boot_id)

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from ..cancel import ControllerView
 from ..log.events import Event
-from ..tools.base import ControllerView
 
 __all__ = [
     "Model",

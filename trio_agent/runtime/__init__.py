@@ -1,9 +1,9 @@
 """The trio runtime: the agent, its driver, the per-turn controller, the turn/step loop,
 tool scheduling and approvals (spec/cancel.md)."""
 
+from ..cancel import CANCEL_KINDS, CancelCause, CancelKind, ControllerView
 from .agent import DEFAULT_SHUTDOWN_TIMEOUT, Agent, EventStream, open_agent
-from .causes import CANCEL_KINDS, CancelCause, CancelKind
-from .controller import ControllerView, TurnContext, TurnController
+from .controller import TurnContext, TurnController
 from .events import (
     AgentError,
     InboxDropped,

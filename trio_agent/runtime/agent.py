@@ -28,14 +28,15 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import trio
 
+from ..cancel import CancelCause, require_cause
+from ..log import build
 from ..models.base import Model
 from ..store.errors import SessionFenced
 from ..tools.base import Tool
-from .causes import CancelCause, require_cause
 from .controller import TurnController
 from .events import (
     AgentError,
@@ -48,6 +49,7 @@ from .events import (
     TurnPrevented,
 )
 from .hooks import Approver, Hooks
+from .run_state import RunState, Target
 from .turn import CLEANUP_BOUND, TurnRunner
 
 if TYPE_CHECKING:
@@ -59,8 +61,6 @@ _log = logging.getLogger("trio_agent.runtime")
 
 #: How long (seconds) leaving ``open_agent`` waits for the cancelled turn before tearing down.
 DEFAULT_SHUTDOWN_TIMEOUT: Final = 30.0
-
-Target = Literal["next-turn", "next-step"]
 
 # Sessions that have an agent right now (at most one agent per session, K24).
 _attached: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -130,12 +130,8 @@ class Agent:
             by_name[tool.name] = tool
         self._session = session
         self._runner = TurnRunner(session, model, by_name, approver, hooks or Hooks(), self._emit)
-        self._status: Status = "idle"
-        #: The live controller: the running turn's, or the next turn's once one was woken.
-        self._controller: TurnController | None = None
-        #: The controller of the run's latest turn, kept after its hand-off (latch rule K8).
-        self._activity: TurnController | None = None
-        self._latch = False
+        #: Status, live controller, the run's latest controller, wake latch (K1-K8).
+        self._state = RunState()
         self._closing = False
         self._closed = False
         self._wake = trio.Event()
@@ -156,13 +152,13 @@ class Agent:
     @property
     def status(self) -> Status:
         """``"idle"`` or ``"running"`` (a woken agent is running before its turn starts)."""
-        return self._status
+        return self._state.status
 
     @property
     def controller(self) -> TurnController | None:
         """The live controller, if any. Holding on to it is harmless: once its turn has ended
         it is closed and ignores ``cancel``."""
-        return self._controller
+        return self._state.controller
 
     @property
     def closed(self) -> bool:
@@ -215,7 +211,7 @@ class Agent:
         """Queue a next-step message and wake the driver. Sent while a cancelled turn is
         still unwinding, it becomes a next-turn message (its own turn, K8)."""
         after_abort = self._check_usable(text)
-        message_id = self._insert("next-turn" if after_abort else "next-step", text, "steer")
+        message_id = self._insert(self._state.steer_target(after_abort), text, "steer")
         self._wake_driver(after_abort)
         return message_id
 
@@ -234,27 +230,21 @@ class Agent:
             raise RuntimeError("the agent is closed")
         if self.lost is not None:
             raise self.lost  # the session is someone else's: nothing could be made durable
-        activity = self._activity
-        return self._status == "running" and activity is not None and activity.cancel_called
+        return self._state.after_abort
 
     def _insert(self, target: Target, text: str, source: str) -> str:
         message = {"id": f"m-{uuid.uuid4().hex[:16]}", "text": text, "source": source}
         start = len(self._session.inbox.queues[target])
-        self._session.append(
-            "agent/inbox/spliced", {"target": target, "start": start, "inserted": [message]}
-        )
+        self._session.append(*build.inbox_inserted(target, start, message))
         return message["id"]
 
     def _wake_driver(self, after_abort: bool) -> None:
         if self._closing or self.lost is not None:
             return  # shutting down: queued work stays parked for the next session (K22)
-        if self._status == "idle":
+        if self._state.status == "idle":
             self._start_run()
         elif after_abort:
-            activity = self._activity
-            cause = activity.cause if activity is not None else None
-            if cause is not None and cause.kind != "disposed":
-                self._latch = True
+            self._state.latch_wake()
 
     # -- cancel ---------------------------------------------------------------------------------
 
@@ -274,12 +264,11 @@ class Agent:
         try:
             if not keep_inbox:
                 self._clear_inbox(cause)
-                self._latch = False
+                self._state.forget_latch()
         finally:
             # Even if the clear failed (e.g. refused from inside a session observer), the
             # live turn is still cancelled.
-            controller = self._controller
-            hit = controller is not None and controller.cancel(cause)
+            hit = self._state.cancel(cause)
         return hit
 
     def _clear_inbox(self, cause: CancelCause) -> None:
@@ -289,16 +278,7 @@ class Agent:
             queued = tuple(dict(m) for m in inbox.queues[target])
             if not queued:
                 continue
-            self._session.append(
-                "agent/inbox/spliced",
-                {
-                    "target": target,
-                    "start": 0,
-                    "removedCount": len(queued),
-                    "inserted": [],
-                    "outcome": "canceled",
-                },
-            )
+            self._session.append(*build.inbox_cleared(target, len(queued)))
             self._emit(InboxDropped(target, queued, cause))
 
     # -- waiting --------------------------------------------------------------------------------
@@ -306,7 +286,7 @@ class Agent:
     async def wait_idle(self) -> None:
         """Return once the agent is idle, following any run that starts meanwhile."""
         await trio.lowlevel.checkpoint()
-        while self._status != "idle":
+        while self._state.status != "idle":
             await self._idle_lot.park()
 
     # -- losing the session ---------------------------------------------------------------------
@@ -320,18 +300,14 @@ class Agent:
         if self.lost is not None:
             return
         self.lost = error
-        self._latch = False
+        self._state.forget_latch()
         self._emit(AgentError(f"the run stops: {error}", error))
-        controller = self._controller
-        if controller is not None:
-            controller.cancel(CancelCause.disposed())
+        self._state.cancel(CancelCause.disposed())
 
     # -- the driver -----------------------------------------------------------------------------
 
     def _start_run(self) -> None:
-        controller = TurnController()
-        self._controller = self._activity = controller
-        self._status = "running"
+        self._state.start()
         self._emit(StatusChanged("running"))
         self._wake.set()
 
@@ -344,20 +320,21 @@ class Agent:
         finally:
             # Only reached when the agent's nursery is torn down or the loop failed: nobody
             # must wait for an idle that would never come.
-            self._status = "idle"
+            self._state.abandon()
             self._idle_lot.unpark_all()
 
     async def _run(self) -> None:
-        controller = self._controller
+        state = self._state
+        controller = state.controller
         while controller is not None:
             if controller.cancel_called:
                 self._prevented(controller)
                 break
             if self.lost is not None:
                 break
-            await self._runner.run(controller, self._handoff, self._ended)
+            await self._runner.run(controller, state.handoff, self._ended)
             durable = await self._checkpoint()
-            controller = self._controller  # the next turn's, unless the turn was aborted
+            controller = state.controller  # the next turn's, unless the turn was aborted
             if controller is None or not durable:
                 break
             if controller.cancel_called:
@@ -367,25 +344,15 @@ class Agent:
                 break
         self._go_idle()
 
-    def _handoff(self, controller: TurnController, aborted: bool) -> None:
-        """Called by the turn before it appends ``turn/end`` (K7)."""
-        controller.close()
-        if aborted:
-            self._controller = None  # an aborted turn ends the run; queued work parks
-        else:
-            self._controller = self._activity = TurnController()
-
     def _ended(self, outcome: TurnOutcome) -> None:
         self.last_outcome = outcome
         self._emit(TurnEnded(outcome))
 
     def _prevented(self, controller: TurnController) -> None:
-        self._controller = None
-        controller.close()
-        assert controller.cause is not None
+        cause = self._state.prevent(controller)
         inbox = self._session.inbox
         parked = len(inbox.next_turn) + len(inbox.next_step)
-        self._emit(TurnPrevented(controller.cause, parked))
+        self._emit(TurnPrevented(cause, parked))
 
     async def _checkpoint(self) -> bool:
         """The flush after ``turn/end`` (K13): the turn is durable before the next claim or
@@ -405,17 +372,12 @@ class Agent:
         return True
 
     def _go_idle(self) -> None:
-        controller = self._controller
-        if controller is not None:
-            controller.close()
-        self._controller = self._activity = None
-        self._status = "idle"
-        replay, self._latch = self._latch, False
+        replay = self._state.go_idle()
         self._emit(StatusChanged("idle"))
         self._idle_lot.unpark_all()
         if (
             replay
-            and self._status == "idle"  # an idle listener may already have woken it
+            and self._state.status == "idle"  # an idle listener may already have woken it
             and not self._closing
             and self._session.inbox.has_pending
         ):
@@ -429,17 +391,14 @@ class Agent:
 
     def _finish_shutdown(self) -> None:
         self._closed = True
-        self._status = "idle"
-        if self._controller is not None:
-            self._controller.close()
-        self._controller = self._activity = None
+        self._state.stop()
         self._idle_lot.unpark_all()
         for stream in tuple(self._streams):
             stream.close()
         self._listeners.clear()
 
     def __repr__(self) -> str:
-        return f"<Agent on {self._session!r} {self._status}>"
+        return f"<Agent on {self._session!r} {self._state.status}>"
 
 
 @asynccontextmanager

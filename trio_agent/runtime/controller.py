@@ -18,10 +18,9 @@ from typing import final
 import attrs
 import trio
 
-from ..tools.base import ControllerView
-from .causes import CancelCause, require_cause
+from ..cancel import CancelCause, ControllerView, require_cause
 
-__all__ = ["ControllerView", "TurnContext", "TurnController"]
+__all__ = ["TurnContext", "TurnController"]
 
 
 @final

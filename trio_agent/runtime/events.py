@@ -1,7 +1,7 @@
 """Runtime events: what an agent tells its observers (never written to the log).
 
 The log says *what happened*; runtime events add *who asked for it*: every turn outcome and
-every inbox drop carries the :class:`~trio_agent.runtime.causes.CancelCause` that caused it,
+every inbox drop carries the :class:`~trio_agent.cancel.CancelCause` that caused it,
 which the log deliberately does not record (spec/cancel.md K4).
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .causes import CancelCause
+from ..cancel import CancelCause
 
 __all__ = [
     "AgentError",

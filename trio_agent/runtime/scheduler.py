@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ..tools.base import ControllerView, Stream, Tool, ToolCall, ToolOutcome
+from ..cancel import ControllerView
+from ..log import build
+from ..log.build import Draft
+from ..tools.base import Stream, Tool, ToolCall, ToolOutcome
 from .controller import TurnContext, TurnController
 from .hooks import Approver
 
@@ -81,7 +84,7 @@ class _Slot:
         self.tool = tool
         self.dispatched = False  # tool/call is in the log
         self.started = False  # the body was started
-        self.result: dict[str, Any] | None = None  # settled, maybe not yet committed
+        self.result: Draft | None = None  # settled, maybe not yet committed
         self.details: list[str] = []
 
 
@@ -121,19 +124,15 @@ class _ToolContext:
         self._check("tool output")
         if stream not in ("stdout", "stderr") or type(text) is not str:
             raise TypeError(f"tool output needs stream stdout|stderr and str text: {stream!r}")
-        self._step.append(
-            "tool/output",
-            {**self._step.where, "callId": self.call_id, "stream": stream, "text": text},
-        )
+        ctx = self._step.ctx
+        self._step.append(*build.tool_output(ctx.turn, ctx.step, self.call_id, stream, text))
 
     def spawned(self, pgid: int, identity: str) -> None:
         self._check("tool/spawned")
         if type(pgid) is not int or pgid < 1 or type(identity) is not str or not identity:
             raise TypeError(f"tool/spawned needs an int pgid >= 1 and an identity: {pgid!r}")
-        self._step.append(
-            "tool/spawned",
-            {**self._step.where, "callId": self.call_id, "pgid": pgid, "identity": identity},
-        )
+        ctx = self._step.ctx
+        self._step.append(*build.tool_spawned(ctx.turn, ctx.step, self.call_id, pgid, identity))
 
     def abort_detail(self, text: str) -> None:
         self._check("abort detail")
@@ -166,7 +165,6 @@ class ToolStep:
         self.append = append
         self.controller = controller
         self.ctx = ctx
-        self.where = {"turn": ctx.turn, "step": ctx.step}
         self._approver = approver
         self._is_fatal = is_fatal
         self._slots = [_Slot(b, tools.get(b["name"])) for b in blocks]
@@ -211,14 +209,9 @@ class ToolStep:
             return False
         if self._approver is not None and not await self._approve(slot, self._approver):
             return False
+        turn, step = self.ctx.turn, self.ctx.step
         self.append(
-            "tool/call",
-            {
-                **self.where,
-                "callId": slot.block["id"],
-                "name": name,
-                "arguments": slot.block.get("arguments", {}),
-            },
+            *build.tool_call(turn, step, slot.block["id"], name, slot.block.get("arguments", {}))
         )
         slot.dispatched = True
         try:
@@ -233,12 +226,10 @@ class ToolStep:
         return True
 
     async def _approve(self, slot: _Slot, approver: Approver) -> bool:
+        turn, step = self.ctx.turn, self.ctx.step
         call_id = slot.block["id"]
         approval_id = f"approval-{call_id}"
-        self.append(
-            "approval/asked",
-            {**self.where, "id": approval_id, "callId": call_id, "toolName": slot.block["name"]},
-        )
+        self.append(*build.approval_asked(turn, step, approval_id, call_id, slot.block["name"]))
         reason = ""
         try:
             allowed = await approver.approve(self._call(slot), self.ctx)
@@ -247,14 +238,11 @@ class ToolStep:
                 allowed, reason = False, f" (the approver failed: {exception_text(exc)})"
             else:
                 if not self._is_fatal():
-                    self.append(
-                        "approval/decided",
-                        {**self.where, "id": approval_id, "outcome": "cancelled"},
-                    )
+                    self.append(*build.approval_decided(turn, step, approval_id, "cancelled"))
                 raise
         allowed = allowed is True
         outcome = "allowed" if allowed else "rejected"
-        self.append("approval/decided", {**self.where, "id": approval_id, "outcome": outcome})
+        self.append(*build.approval_decided(turn, step, approval_id, outcome))
         if not allowed:
             text = DENIED_TEXT.format(name=slot.block["name"]) + reason
             self._settle(slot, self._refused(slot, "DENIED", text))
@@ -297,33 +285,26 @@ class ToolStep:
 
     # -- results --------------------------------------------------------------------------------
 
-    def _result(
-        self, slot: _Slot, content: str, *, is_error: bool, code: str | None
-    ) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            **self.where,
-            "callId": slot.block["id"],
-            "isError": is_error or code is not None,
-            "content": content,
-        }
-        if code is not None:
-            data["error"] = {"code": code}
-        return data
+    def _result(self, slot: _Slot, content: str, *, is_error: bool, code: str | None) -> Draft:
+        turn, step = self.ctx.turn, self.ctx.step
+        return build.tool_result(
+            turn, step, slot.block["id"], content, is_error=is_error, code=code
+        )
 
-    def _refused(self, slot: _Slot, code: str, text: str) -> dict[str, Any]:
+    def _refused(self, slot: _Slot, code: str, text: str) -> Draft:
         return self._result(slot, text, is_error=True, code=code)
 
-    def _failed(self, slot: _Slot, text: str) -> dict[str, Any]:
+    def _failed(self, slot: _Slot, text: str) -> Draft:
         return self._result(slot, text, is_error=True, code="TOOL_FAILED")
 
-    def _aborted(self, slot: _Slot) -> dict[str, Any]:
+    def _aborted(self, slot: _Slot) -> Draft:
         name = slot.block["name"]
         text = (ABORTED_TEXT if slot.started else ABORTED_BEFORE_START_TEXT).format(name=name)
         if slot.details:
             text += " " + "; ".join(slot.details)
         return self._result(slot, text, is_error=True, code="ABORTED")
 
-    def _from_outcome(self, slot: _Slot, outcome: object) -> dict[str, Any]:
+    def _from_outcome(self, slot: _Slot, outcome: object) -> Draft:
         name = slot.block["name"]
         if not isinstance(outcome, ToolOutcome):
             text = FAILED_TEXT.format(
@@ -335,7 +316,7 @@ class ToolStep:
             code = "TOOL_FAILED"  # a tool may not claim a code that belongs to the loop or repair
         return self._result(slot, str(outcome.content), is_error=bool(outcome.is_error), code=code)
 
-    def _settle(self, slot: _Slot, result: dict[str, Any]) -> None:
+    def _settle(self, slot: _Slot, result: Draft) -> None:
         """Record a call's result and commit every result now due, in model order."""
         slot.result = result
         slots = self._slots
@@ -343,7 +324,7 @@ class ToolStep:
             ready = slots[self._next_commit].result
             if ready is None:
                 return
-            self.append("tool/result", ready)
+            self.append(*ready)
             self._next_commit += 1
 
     def _answer_rest(self) -> None:

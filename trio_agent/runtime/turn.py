@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from ..cancel import CancelCause
+from ..log import build
 from ..log.errors import LogViolation
 from ..models.base import Model, ModelError, ModelRequest, Transcript, check_chunk
 from ..store.errors import SessionClosed
 from ..tools.base import Tool
-from .causes import CancelCause
 from .controller import TurnContext, TurnController
 from .events import OutcomeKind, RuntimeEvent, TurnOutcome, TurnStarted
 from .hooks import Approver, Hooks, Reject
@@ -70,6 +71,38 @@ def _message(value: object) -> dict[str, Any]:
     return {"id": mid, "text": text, "source": source}
 
 
+class _Streamed:
+    """What one model stream has produced so far: its text, its calls, its ``finish``."""
+
+    __slots__ = ("calls", "finish", "text")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.finish: Mapping[str, Any] | None = None
+
+    def take(self, chunk: Mapping[str, Any]) -> bool:
+        """Fold in one (checked) chunk; True at the ``finish`` chunk, where the stream ends."""
+        kind = chunk["type"]
+        if kind == "text-delta":
+            self.text.append(chunk["text"])
+        elif kind == "tool-call":
+            if any(c["id"] == chunk["id"] for c in self.calls):
+                raise ModelError("BAD_CHUNK", f"tool-call id {chunk['id']!r} repeated")
+            self.calls.append(
+                {
+                    "type": "tool-call",
+                    "id": chunk["id"],
+                    "name": chunk["name"],
+                    "arguments": chunk.get("arguments", {}),
+                }
+            )
+        elif kind == "finish":
+            self.finish = chunk
+            return True
+        return False
+
+
 class TurnRunner:
     """Runs turns against one session (see the module docstring)."""
 
@@ -88,7 +121,8 @@ class TurnRunner:
         self.approver = approver
         self.hooks = hooks
         self.emit = emit
-        #: The first append the session refused as invalid; once set, nothing more is written.
+        #: The first append the session refused as invalid (or closed); once set it stays set
+        #: and nothing more is written (K20).
         self.fatal: BaseException | None = None
         self._transcript = Transcript()
         self._tool_names = tuple(tools)
@@ -104,26 +138,36 @@ class TurnRunner:
     # -- appends --------------------------------------------------------------------------------
 
     def append(self, type_: str, data: Mapping[str, Any]) -> Event:
-        if self.fatal is not None:
-            raise RuntimeError(
-                "the turn loop already failed; nothing more is written"
-            ) from self.fatal
+        """Append an event; a refusal (:data:`_FATAL`) is fatal, for good (K20)."""
+        self._check_not_fatal()
         try:
             return self.session.append(type_, data)
         except _FATAL as exc:
             self.fatal = exc
             raise
 
-    def _append_chunk(self, data: Mapping[str, Any]) -> None:
+    def _append_chunk(self, turn: int, step: int, chunk: Mapping[str, Any]) -> None:
         """Append a model chunk; a chunk the schema refuses (rule I0, e.g. a value that is not
-        JSON) is the model's fault: the turn fails with ``BAD_CHUNK``, the loop carries on."""
+        JSON) is the model's fault, not the loop's: nothing was recorded and the log is still
+        valid, so it is not fatal; the turn fails with ``BAD_CHUNK`` (K14). Any other refusal
+        is fatal, as for :meth:`append`."""
+        self._check_not_fatal()
         try:
-            self.append("assistant/chunk", data)
+            self.session.append(*build.assistant_chunk(turn, step, chunk))
         except LogViolation as exc:
-            if exc.rule != "I0" or self.fatal is not exc:
-                raise
-            self.fatal = None  # nothing was recorded: the log is still valid
-            raise ModelError("BAD_CHUNK", exc.message) from None
+            if exc.rule == "I0":
+                raise ModelError("BAD_CHUNK", exc.message) from None
+            self.fatal = exc
+            raise
+        except SessionClosed as exc:
+            self.fatal = exc
+            raise
+
+    def _check_not_fatal(self) -> None:
+        if self.fatal is not None:
+            raise RuntimeError(
+                "the turn loop already failed; nothing more is written"
+            ) from self.fatal
 
     def _is_fatal(self) -> bool:
         return self.fatal is not None
@@ -144,10 +188,7 @@ class TurnRunner:
         Exceptions other than ordinary failures (a fatal append, an outer cancellation)
         propagate after that (``turn/end`` is still written when it can be).
         """
-        turn = self.session.checker.last_turn + 1
-        controller.bind(turn)
-        self.append("turn/start", {"turn": turn})
-        self.emit(TurnStarted(turn))
+        turn = self._start_turn(controller)
         kind: OutcomeKind | None = None
         error: dict[str, str] | None = None
         try:
@@ -164,19 +205,37 @@ class TurnRunner:
             error = error_info(exc)
         finally:
             aborted = controller.cancel_called
-            if aborted:
-                kind = "aborted"
-            elif kind is None:
-                kind = "error"
             handoff(controller, aborted)
-            if self.fatal is None:
-                reason: dict[str, Any] = {"kind": kind}
-                if kind == "error":
-                    reason["error"] = error or {"code": "UNKNOWN", "message": "the turn failed"}
-                self.append("turn/end", {"turn": turn, "reason": reason})
-                ended(TurnOutcome(turn, kind, controller.cause, error))
+            ending: OutcomeKind = "aborted" if aborted else kind or "error"
+            self._end_turn(controller, turn, ending, error, ended)
         if self.fatal is not None:  # refused somewhere, and the refusal was swallowed on the way
             raise self.fatal
+
+    def _start_turn(self, controller: TurnController) -> int:
+        """Bind the controller to the next turn and book its ``turn/start``."""
+        turn = self.session.checker.last_turn + 1
+        controller.bind(turn)
+        self.append(*build.turn_start(turn))
+        self.emit(TurnStarted(turn))
+        return turn
+
+    def _end_turn(
+        self,
+        controller: TurnController,
+        turn: int,
+        kind: OutcomeKind,
+        error: dict[str, str] | None,
+        ended: Callable[[TurnOutcome], None],
+    ) -> None:
+        """Book ``turn/end`` (synchronously: a cancelled scope cannot stop it) and report the
+        outcome; nothing when the loop is fatal (K20)."""
+        if self.fatal is not None:
+            return
+        booked = None
+        if kind == "error":
+            booked = error or {"code": "UNKNOWN", "message": "the turn failed"}
+        self.append(*build.turn_end(turn, kind, booked))
+        ended(TurnOutcome(turn, kind, controller.cause, error))
 
     async def _body(self, controller: TurnController, turn: int) -> OutcomeKind:
         view = controller.view
@@ -200,16 +259,15 @@ class TurnRunner:
                 if ends is not None:
                     break
             step += 1
-            where = {"turn": turn, "step": step}
-            self.append("step/start", where)
+            self.append(*build.step_start(turn, step))
             try:
                 for message in messages:
-                    self.append("user/message", {**where, "message": message})
+                    self.append(*build.user_message(turn, step, message))
                 ends = await self._step(controller, ctx)
                 cut_off = cut_off or ends == "max-tokens"
             finally:
                 if self.fatal is None:
-                    self.append("step/end", where)
+                    self.append(*build.step_end(turn, step))
             await trio.lowlevel.checkpoint_if_cancelled()
             if ends is not None and not inbox.next_step:
                 await self.hooks.turn_stopping(ctx)
@@ -227,16 +285,10 @@ class TurnRunner:
         inbox = self.session.inbox
         batch = [dict(m) for m in inbox.next_step]
         if batch:
-            self.append(
-                "agent/inbox/spliced",
-                {"target": "next-step", "start": 0, "removedCount": len(batch), "inserted": []},
-            )
+            self.append(*build.inbox_claimed("next-step", len(batch)))
         if target == "next-turn" and inbox.next_turn:
             item = dict(inbox.next_turn[0])
-            self.append(
-                "agent/inbox/spliced",
-                {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []},
-            )
+            self.append(*build.inbox_claimed("next-turn", 1))
             batch.append(item)
         return batch
 
@@ -245,90 +297,24 @@ class TurnRunner:
     async def _step(self, controller: TurnController, ctx: TurnContext) -> OutcomeKind | None:
         """Prompt, stream, message, tools. Returns the step's turn ending, or ``None`` when
         the model called tools (it owes a follow-up step)."""
-        session = self.session
-        system = await self.hooks.assemble_prompt(ctx)
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._transcript.catch_up(session.events)
-        request = ModelRequest(
-            ctx.turn,
-            ctx.step,
-            system,
-            tuple(self._transcript.messages),
-            self._tool_names,
-            self._tool_specs,
-        )
-        where = {"turn": ctx.turn, "step": ctx.step}
-        text: list[str] = []
-        calls: list[dict[str, Any]] = []
-        finish: Mapping[str, Any] | None = None
-        stream = self.model.stream(request, ctx)
-        try:
-            async for raw in stream:
-                chunk = check_chunk(raw)
-                await session.wait_writable()
-                self._append_chunk({**where, "chunk": chunk})
-                kind = chunk["type"]
-                if kind == "text-delta":
-                    text.append(chunk["text"])
-                elif kind == "tool-call":
-                    if any(c["id"] == chunk["id"] for c in calls):
-                        raise ModelError("BAD_CHUNK", f"tool-call id {chunk['id']!r} repeated")
-                    calls.append(
-                        {
-                            "type": "tool-call",
-                            "id": chunk["id"],
-                            "name": chunk["name"],
-                            "arguments": chunk.get("arguments", {}),
-                        }
-                    )
-                elif kind == "finish":
-                    finish = chunk
-                    break
-            if finish is None or finish["reason"] != "error":
-                # A cancel that landed after the last chunk still interrupts (K14).
-                await trio.lowlevel.checkpoint_if_cancelled()
-        except BaseException as exc:
-            provider_failed = isinstance(_leaf(exc), ModelError) or (
-                finish is not None and finish["reason"] == "error"
-            )
-            if controller.cancel_called and not provider_failed and self.fatal is None:
-                prefix = "".join(text)
-                if prefix.strip():  # only visible text is kept; tool-call blocks are dropped
-                    self.append(
-                        "assistant/message",
-                        {
-                            **where,
-                            "message": {
-                                "id": self._message_id(ctx),
-                                "content": [{"type": "text", "text": prefix}],
-                            },
-                            "interrupted": True,
-                        },
-                    )
-            raise
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                with trio.move_on_after(CLEANUP_BOUND, shield=True):
-                    await aclose()
+        request = await self._request(ctx)
+        streamed = _Streamed()
+        await self._stream(controller, ctx, request, streamed)
+        finish = streamed.finish
         if finish is not None and finish["reason"] == "error":
             raise ModelError(finish["error"]["code"], finish["error"]["message"])
         max_tokens = finish is not None and finish["reason"] == "max-tokens"
-        if max_tokens:
-            calls = []  # a cut-off answer's calls are never dispatched
-        full = "".join(text)
+        calls = [] if max_tokens else streamed.calls  # a cut-off answer's calls never run
+        full = "".join(streamed.text)
         content: list[dict[str, Any]] = [{"type": "text", "text": full}] if full else []
         content.extend(calls)
-        self.append(
-            "assistant/message",
-            {**where, "message": {"id": self._message_id(ctx), "content": content}},
-        )
+        self.append(*build.assistant_message(ctx.turn, ctx.step, self._message_id(ctx), content))
         if max_tokens:
             return "max-tokens"
         if not calls:
             return "completed"
         await ToolStep(
-            session=session,
+            session=self.session,
             append=self.append,
             controller=controller,
             ctx=ctx,
@@ -338,6 +324,71 @@ class TurnRunner:
             is_fatal=self._is_fatal,
         ).run()
         return None
+
+    async def _request(self, ctx: TurnContext) -> ModelRequest:
+        """Prompt assembly, then the request over the transcript derived from the log."""
+        system = await self.hooks.assemble_prompt(ctx)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._transcript.catch_up(self.session.events)
+        return ModelRequest(
+            ctx.turn,
+            ctx.step,
+            system,
+            tuple(self._transcript.messages),
+            self._tool_names,
+            self._tool_specs,
+        )
+
+    async def _stream(
+        self,
+        controller: TurnController,
+        ctx: TurnContext,
+        request: ModelRequest,
+        streamed: _Streamed,
+    ) -> None:
+        """Append every chunk as it arrives, up to the first ``finish`` (K14), into
+        ``streamed``. A cancel keeps the visible prefix (:meth:`_rescue_interrupted`)."""
+        stream = self.model.stream(request, ctx)
+        try:
+            async for raw in stream:
+                chunk = check_chunk(raw)
+                await self.session.wait_writable()
+                self._append_chunk(ctx.turn, ctx.step, chunk)
+                if streamed.take(chunk):
+                    break
+            finish = streamed.finish
+            if finish is None or finish["reason"] != "error":
+                # A cancel that landed after the last chunk still interrupts (K14).
+                await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException as exc:
+            finish = streamed.finish
+            provider_failed = isinstance(_leaf(exc), ModelError) or (
+                finish is not None and finish["reason"] == "error"
+            )
+            if controller.cancel_called and not provider_failed and self.fatal is None:
+                self._rescue_interrupted(ctx, streamed.text)
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with trio.move_on_after(CLEANUP_BOUND, shield=True):
+                    await aclose()
+
+    def _rescue_interrupted(self, ctx: TurnContext, text: list[str]) -> None:
+        """K14: a cancelled stream's visible prefix becomes ``assistant/message{interrupted}``
+        with one text block; tool-call blocks are dropped, and nothing is written when no
+        visible text streamed."""
+        prefix = "".join(text)
+        if prefix.strip():
+            self.append(
+                *build.assistant_message(
+                    ctx.turn,
+                    ctx.step,
+                    self._message_id(ctx),
+                    [{"type": "text", "text": prefix}],
+                    interrupted=True,
+                )
+            )
 
     @staticmethod
     def _message_id(ctx: TurnContext) -> str:

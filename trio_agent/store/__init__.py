@@ -2,11 +2,14 @@
 
 See spec/persistence.md. :class:`Session` is the in-memory log every layer above appends to;
 :class:`JsonlStore` binds sessions to files and hands out new, or cold-opened (repaired),
-live sessions; :func:`repair_file` is the same cold-open repair on one file path.
+live sessions; :func:`repair_file` is the same cold-open repair on one file path. The store
+imports only the log core: whoever opens it passes the orphan reaper (:data:`Reaper`, e.g.
+``trio_agent.tools.procgroup.reap_orphans``); without one, a cold open signals nothing.
 """
 
 from typing import TYPE_CHECKING
 
+from ..log.repair import Orphan, Reaping
 from .errors import (
     CreateFailed,
     LeaseHeld,
@@ -27,13 +30,7 @@ from .errors import (
 from .fileops import FileOps
 from .ids import escape_id
 from .jsonl import LOG_NAME, PID_NAME, JsonlStore, repair_file
-from .recovery import (
-    DEFAULT_REAPER,
-    Orphan,
-    Reaper,
-    RepairReport,
-    reap_orphans_with_procgroup,
-)
+from .recovery import Reaper, RepairReport
 from .session import Clock, Observer, Session, Sink, wall_clock_ms
 from .writer import ALWAYS_ADMITTED, DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW
 
@@ -43,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ALWAYS_ADMITTED",
     "DEFAULT_HARD_LIMIT",
-    "DEFAULT_REAPER",
     "DEFAULT_SOFT_LIMIT",
     "DEFAULT_WINDOW",
     "LOG_NAME",
@@ -60,6 +56,7 @@ __all__ = [
     "PendingLimitExceeded",
     "PostgresStore",
     "Reaper",
+    "Reaping",
     "ReentrantAppend",
     "RepairReport",
     "Session",
@@ -74,7 +71,6 @@ __all__ = [
     "UnsupportedFormat",
     "WriteFailed",
     "escape_id",
-    "reap_orphans_with_procgroup",
     "repair_file",
     "wall_clock_ms",
 ]

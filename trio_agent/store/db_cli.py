@@ -2,25 +2,22 @@
 
 The file commands read a stored session back as the bytes of its JSONL log
 (:meth:`PostgresStore.read_log`) and then run exactly the code they run on a file;
-``repair --write`` goes through :meth:`PostgresStore.open`, so the lease and fencing rules
-apply to it as to any writer. Reads never create the tables: a database the store never
-used simply holds no session. Only this module (and the store itself) imports psycopg.
+``repair --write`` goes through :meth:`PostgresStore.open` (trio_agent/cli_repair.py), so the
+lease and fencing rules apply to it as to any writer. Reads never create the tables: a
+database the store never used simply holds no session. Only this module (and the store
+itself) imports psycopg.
 """
 
 from __future__ import annotations
 
-from typing import TextIO
-
-import orjson
 import psycopg
 import trio
 
-from ..log.codec import event_to_json
 from .errors import SessionNotFound, StoreError
 from .postgres import PostgresStore, StoredLog
-from .recovery import DEFAULT_REAPER, ReaperArg, scan_log
 
-__all__ = ["list_sessions", "read_session", "repair_session"]
+__all__ = ["list_sessions", "read_session"]
+
 
 def _no_tables(exc: StoreError) -> bool:
     return isinstance(exc.__cause__, psycopg.errors.UndefinedTable)
@@ -62,40 +59,3 @@ def list_sessions(dsn: str) -> list[tuple[str, StoredLog | StoreError]]:
         return found
 
     return trio.run(read)
-
-
-def repair_session(
-    dsn: str,
-    session_id: str,
-    where: str,
-    out: TextIO,
-    err: TextIO,
-    *,
-    reap_orphans: ReaperArg = DEFAULT_REAPER,
-) -> None:
-    """``repair --write`` of a stored session: take its lease (``open``: the cold open's
-    repair, fenced by the new token), print the closers it appended, give the lease back.
-
-    Store errors (``LeaseHeld``, ``SessionCorrupt``, ``WriteFailed``, an unreachable
-    database) propagate for the caller to turn into its one line.
-    """
-
-    async def repair() -> None:
-        async with PostgresStore(dsn, reap_orphans=reap_orphans) as store:
-            before = await store.read_log(session_id)
-            kept = len(scan_log(before.data, where, session_id).events)
-            session = await store.open(session_id)
-            closers = list(session.events[kept:])
-            await session.aclose()
-        for event in closers:
-            out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
-        if closers:
-            print(
-                f"{where}: repaired: {len(closers)} closing event(s) appended, "
-                f"{len(session.events)} events",
-                file=err,
-            )
-        else:
-            print(f"{where}: nothing to repair ({len(session.events)} events, balanced)", file=err)
-
-    trio.run(repair)

@@ -38,16 +38,14 @@ from .errors import (
 from .fileops import FileOps, write_all
 from .ids import escape_id
 from .recovery import (
-    DEFAULT_REAPER,
     ColdOpen,
-    ReaperArg,
+    ColdScan,
+    Reaper,
     RepairReport,
-    Scan,
-    closers_after,
     cold_open_fd,
+    preview,
     read_and_scan,
     report_for,
-    resolve_reaper,
 )
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
@@ -168,7 +166,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _read_shared(path: Path, session_id: str, expect_id: str | None) -> tuple[Scan, bool]:
+def _read_shared(path: Path, session_id: str, expect_id: str | None) -> tuple[ColdScan, bool]:
     """Scan the log under a momentary shared lock; ``(scan, live_elsewhere)``."""
     fd = _open_log(path, session_id, _OPEN_READ)
     try:
@@ -196,8 +194,9 @@ class JsonlStore:
     ``clock`` stamps events (integer ms); ``window`` is the batching window in seconds;
     ``soft_limit``/``hard_limit`` bound the bytes waiting for the disk (spec/persistence.md
     §Memory bound); ``file_ops`` is the fault-injection seam; ``reap_orphans`` stops orphaned
-    tool process groups before repair (``None`` to skip; by default
-    :func:`trio_agent.tools.procgroup.reap_orphan_group`).
+    tool process groups before a cold open's repair (:data:`~trio_agent.store.Reaper`; the
+    store has none of its own: the CLI and the demo pass
+    :func:`trio_agent.tools.procgroup.reap_orphans`; ``None``, the default, signals nothing).
     """
 
     def __init__(
@@ -209,7 +208,7 @@ class JsonlStore:
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
         file_ops: FileOps | None = None,
-        reap_orphans: ReaperArg = DEFAULT_REAPER,
+        reap_orphans: Reaper | None = None,
     ) -> None:
         if window < 0:
             raise ValueError("the batching window must be >= 0 seconds")
@@ -355,12 +354,12 @@ class JsonlStore:
             with contextlib.suppress(OSError):
                 os.rmdir(directory)
 
-    async def open(self, session_id: str, *, reap_orphans: ReaperArg = DEFAULT_REAPER) -> Session:
+    async def open(self, session_id: str) -> Session:
         """Cold open: lock, repair (torn tail, orphans, closers, durably), return it live.
 
         Raises :class:`SessionLocked` at once if the session is live here or in another
         process, :class:`SessionNotFound`, :class:`SessionCorrupt` (file untouched) or
-        :class:`UnsupportedFormat`. ``reap_orphans`` overrides the store's reaper.
+        :class:`UnsupportedFormat`.
         """
         nursery = self._require_open()
         path = self.path_of(session_id)
@@ -368,13 +367,12 @@ class JsonlStore:
             raise SessionLocked(session_id, os.getpid(), here=True)
         fd = await trio.to_thread.run_sync(_open_log, path, session_id)
         pid_path = path.with_name(PID_NAME)
-        reaper = resolve_reaper(self._reaper if reap_orphans is DEFAULT_REAPER else reap_orphans)
         try:
             await _lock_exclusive(fd, session_id, pid_path)
             _write_pid(pid_path)
             try:
                 cold = await cold_open_fd(
-                    fd, str(path), expect_id=session_id, ops=self._ops, reaper=reaper
+                    fd, str(path), expect_id=session_id, ops=self._ops, reaper=self._reaper
                 )
             except BaseException:
                 _remove_pid(pid_path)
@@ -422,8 +420,8 @@ class JsonlStore:
                 session_id,
                 sink=writer,
                 clock=self._clock,
-                events=cold.scan.events,
-                checker=cold.scan.checker,
+                events=cold.events,
+                checker=cold.checker,
             )
         _LIVE[key] = session
         self._sessions.add(session)
@@ -456,9 +454,7 @@ class JsonlStore:
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
-        if live_elsewhere:
-            return builtins.list(scan.events)
-        return [*scan.events, *closers_after(scan)]
+        return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """A balanced snapshot, read-only.
@@ -476,11 +472,7 @@ class JsonlStore:
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
-        if live_elsewhere:
-            if scan.checker.open_turn is not None:
-                raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return builtins.list(scan.events)
-        return [*scan.events, *closers_after(scan)]
+        return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
     async def list(self) -> builtins.list[str]:
         """Ids of the sessions stored under the root, sorted."""
@@ -519,14 +511,15 @@ async def repair_file(
     path: str | os.PathLike[str],
     *,
     write: bool = True,
-    reap_orphans: ReaperArg = DEFAULT_REAPER,
+    reap_orphans: Reaper | None = None,
     file_ops: FileOps | None = None,
 ) -> RepairReport:
     """Run the cold-open repair on one log file (``trio-agent repair FILE --write``).
 
     With ``write=True``: take the exclusive lock (a live session, here or elsewhere, is
-    refused with :class:`SessionLocked`), cut a torn tail, stop orphaned process groups, append
-    the closers durably, release the lock. With ``write=False``: report what would be done,
+    refused with :class:`SessionLocked`), cut a torn tail, stop orphaned process groups with
+    ``reap_orphans`` (none by default: nothing is signalled), append the closers durably,
+    release the lock. With ``write=False``: report what would be done,
     change nothing and signal nothing. Corruption raises :class:`SessionCorrupt` and leaves
     the file byte-for-byte unchanged either way.
     """
@@ -539,8 +532,7 @@ async def repair_file(
         scan, live = await trio.to_thread.run_sync(_read_shared, p, name, None)
         if live:
             raise _locked_error(scan.header.id, pid_path)
-        closers = closers_after(scan)
-        return report_for(name, ColdOpen(scan, closers, {}, scan.keep), written=False)
+        return report_for(name, preview(scan), written=False)
     fd = _open_log(p, name)
     try:
         try:
@@ -548,7 +540,7 @@ async def repair_file(
         except SessionLocked as exc:
             raise SessionLocked(_header_id(p) or name, exc.pid, here=exc.here) from None
         cold = await cold_open_fd(
-            fd, name, expect_id=None, ops=file_ops or FileOps(), reaper=resolve_reaper(reap_orphans)
+            fd, name, expect_id=None, ops=file_ops or FileOps(), reaper=reap_orphans
         )
     finally:
         os.close(fd)

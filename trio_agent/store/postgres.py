@@ -51,15 +51,7 @@ from .errors import (
     WriteFailed,
 )
 from .fileops import FileOps
-from .recovery import (
-    DEFAULT_REAPER,
-    ReaperArg,
-    Scan,
-    closers_after,
-    reap_for_repair,
-    resolve_reaper,
-    scan_log,
-)
+from .recovery import ColdOpen, ColdScan, Reaper, cold_scan, complete
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
 
@@ -413,7 +405,7 @@ class PostgresStore:
         window: float = DEFAULT_WINDOW,
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
-        reap_orphans: ReaperArg = DEFAULT_REAPER,
+        reap_orphans: Reaper | None = None,
     ) -> None:
         if not lease > 0:
             raise ValueError("the lease must be > 0 seconds")
@@ -543,7 +535,7 @@ class PostgresStore:
             raise
         return await self._go_live(nursery, session_id, conn, token, None)
 
-    async def open(self, session_id: str, *, reap_orphans: ReaperArg = DEFAULT_REAPER) -> Session:
+    async def open(self, session_id: str) -> Session:
         """Take the lease over (if it is free or expired), repair, return the session live.
 
         Exactly one of several racing openers wins the lease; the others get
@@ -553,24 +545,24 @@ class PostgresStore:
         nursery = self._require_open()
         if (self.dsn, session_id) in _LIVE:
             raise SessionLocked(session_id, os.getpid(), here=True)
-        reaper = resolve_reaper(self._reaper if reap_orphans is DEFAULT_REAPER else reap_orphans)
         conn = _Conn(self.dsn)
         try:
             token = await trio.to_thread.run_sync(self._take_lease, conn, session_id)
             scan = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
-            stopped, boot_id = await reap_for_repair(scan, reaper)
-            closers = closers_after(scan, stopped, boot_id)
-            if closers:
+            kept = len(scan.events)
+
+            async def append(closers: list[Event]) -> int:
                 await trio.to_thread.run_sync(
-                    self._write_closers, conn, session_id, token, len(scan.events), closers
+                    self._write_closers, conn, session_id, token, kept, closers
                 )
-                scan.checker.feed_all(closers)
-                scan.events.extend(closers)
+                return kept + len(closers)
+
+            cold = await complete(scan, reaper=self._reaper, length=kept, append=append)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(conn.close_now)
             raise
-        return await self._go_live(nursery, session_id, conn, token, scan)
+        return await self._go_live(nursery, session_id, conn, token, cold)
 
     def _take_lease(self, conn: _Conn, session_id: str) -> int:
         """The atomic takeover: one ``UPDATE`` whose condition is "free or expired".
@@ -602,7 +594,7 @@ class PostgresStore:
             raise SessionNotFound(session_id)
         raise LeaseHeld(session_id, held[0], _fmt_time(held[1]))
 
-    def _read_scan(self, conn: _Conn, session_id: str) -> Scan:
+    def _read_scan(self, conn: _Conn, session_id: str) -> ColdScan:
         try:
             with conn.transaction() as cur:
                 data = _read_log(cur, session_id, self._where(session_id))
@@ -640,7 +632,7 @@ class PostgresStore:
         session_id: str,
         conn: _Conn,
         token: int,
-        scan: Scan | None,
+        cold: ColdOpen | None,
     ) -> Session:
         key = (self.dsn, session_id)
         session: Session | None = None
@@ -656,21 +648,21 @@ class PostgresStore:
             session_id,
             conn,
             token,
-            0 if scan is None else len(scan.events),
+            0 if cold is None else cold.length,
             window=self._window,
             soft_limit=self._soft,
             hard_limit=self._hard,
             on_close=on_close,
         )
-        if scan is None:
+        if cold is None:
             session = Session(session_id, sink=writer, clock=self._clock)
         else:
             session = Session(
                 session_id,
                 sink=writer,
                 clock=self._clock,
-                events=scan.events,
-                checker=scan.checker,
+                events=cold.events,
+                checker=cold.checker,
             )
         _LIVE[key] = session
         self._sessions.add(session)
@@ -706,7 +698,7 @@ class PostgresStore:
         """The session if it is live in this process (through any store on this DSN)."""
         return _LIVE.get((self.dsn, session_id))
 
-    async def _read_cold(self, session_id: str) -> tuple[Scan, bool]:
+    async def _read_cold(self, session_id: str) -> tuple[ColdScan, bool]:
         where = self._where(session_id)
 
         def fn(cur: psycopg.Cursor[Any]) -> tuple[bytes | None, bool]:
@@ -732,9 +724,7 @@ class PostgresStore:
             await trio.lowlevel.checkpoint()
             return builtins.list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
-        if live_elsewhere:
-            return builtins.list(scan.events)
-        return [*scan.events, *closers_after(scan)]
+        return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
     async def load(self, session_id: str) -> builtins.list[Event]:
         """As ``JsonlStore.load``: a balanced snapshot or :class:`LiveTurnOpen`."""
@@ -745,11 +735,7 @@ class PostgresStore:
                 raise LiveTurnOpen(session_id, live.open_turn)
             return builtins.list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
-        if live_elsewhere:
-            if scan.checker.open_turn is not None:
-                raise LiveTurnOpen(session_id, scan.checker.open_turn)
-            return builtins.list(scan.events)
-        return [*scan.events, *closers_after(scan)]
+        return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
     async def list(self) -> builtins.list[str]:
         """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.list``)."""
@@ -823,11 +809,11 @@ def _read_log(cur: psycopg.Cursor[Any], session_id: str, where: str) -> bytes | 
     return b"".join(parts)
 
 
-def _scan_rows(data: bytes, where: str, session_id: str) -> Scan:
+def _scan_rows(data: bytes, where: str, session_id: str) -> ColdScan:
     """Classify the rows exactly as a log file (spec/recovery.md §Torn tail and corruption).
 
     Rows are whole transactions, so a torn line cannot happen; bad rows after the last
     committed ``turn/end`` are a dropped tail (deleted by the winner's repair), bad rows at
     or before it are :class:`SessionCorrupt` and nothing is changed.
     """
-    return scan_log(data, where, session_id)
+    return cold_scan(data, where, session_id)

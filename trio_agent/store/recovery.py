@@ -17,82 +17,32 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import trio
 
 from ..log.checker import LogChecker
-from ..log.codec import encode_event
+from ..log.codec import encode_event, event_to_json
 from ..log.errors import HeaderError, LogViolation, UnreadableLineError
 from ..log.events import Event, Header
 from ..log.lines import EventLines
-from ..log.repair import closers_for
+from ..log.repair import Orphan, Reaping, repair_closers
 from ..log.scan import lines_of, scan_lines
-from .errors import SessionCorrupt, UnsupportedFormat, WriteFailed
+from .errors import LiveTurnOpen, SessionCorrupt, UnsupportedFormat, WriteFailed
 from .fileops import FileOps, reading_lines, write_all
 
-#: ``(call_id, pgid, identity)`` of a process group logged by an unanswered call of the open turn.
-Orphan = tuple[str, int, str]
-#: Stops orphaned process groups; returns ``{call_id: what was done}`` for the groups it stopped.
-Reaper = Callable[[list[Orphan]], Awaitable[Mapping[str, str]]]
-
-
-class _DefaultReaper:
-    """Marker for "use :func:`reap_orphans_with_procgroup`" in keyword defaults."""
-
-    def __repr__(self) -> str:
-        return "DEFAULT_REAPER"
-
-
-DEFAULT_REAPER: Final = _DefaultReaper()
-ReaperArg = Reaper | None | _DefaultReaper
-
-
-async def reap_orphans_with_procgroup(orphans: list[Orphan]) -> Mapping[str, str]:
-    """The default reaper: :func:`trio_agent.tools.procgroup.reap_orphan_group` for each group.
-
-    A group is signalled only if its leader still has the recorded identity (the tools layer
-    decides). Imported lazily: the store sits below the tools layer and only borrows this one
-    standalone function.
-    """
-    if not orphans:
-        return {}
-    from ..tools.procgroup import DEFAULT_GRACE, reap_orphan_group
-
-    stopped: dict[str, str] = {}
-    for call_id, pgid, identity in orphans:
-        try:
-            outcome = await reap_orphan_group(pgid, identity, grace=DEFAULT_GRACE)
-        except ValueError:  # a malformed pgid or identity in the log: nothing to signal
-            continue
-        if outcome.status == "stopped":
-            stopped[call_id] = f"process group {pgid} stopped during recovery"
-    return stopped
-
-
-def current_boot_id() -> str | None:
-    """This host's boot id (spec/tools.md §3), or ``None`` where the system has none.
-
-    Recovery passes it to repair with the orphans it reaped: a call whose process group was
-    started under another boot id gets the other-host placeholder (spec/recovery.md R5).
-    Borrowed lazily from the tools layer, like the default reaper.
-    """
-    from ..tools.procgroup import boot_id
-
-    try:
-        return boot_id()
-    except OSError:
-        return None
-
-
-def resolve_reaper(arg: ReaperArg) -> Reaper | None:
-    return reap_orphans_with_procgroup if isinstance(arg, _DefaultReaper) else arg
+#: Stops orphaned process groups (spec/persistence.md §5 step 3). It answers ``{call_id: what
+#: was done}`` for the groups it stopped, or a :class:`~trio_agent.log.Reaping` that also names
+#: the recovering host's boot id (recovery.md R5, other host). The store holds none of its own:
+#: whoever opens the store passes one (``trio_agent.tools.procgroup.reap_orphans``), or none.
+Reaper = Callable[[list[Orphan]], Awaitable[Mapping[str, str] | Reaping]]
 
 
 @attrs.frozen
-class Scan:
-    """What a cold read of a log found (no modification)."""
+class ColdScan:
+    """What a cold read of a stored log found (nothing modified): the store's view of
+    :func:`trio_agent.log.scan_lines`, with the byte figures a repair needs."""
 
     header: Header
     #: The valid events, in order (the prefix that is kept), held as their lines.
@@ -114,6 +64,22 @@ class Scan:
     def dropped_bytes(self) -> int:
         return self.size - self.keep
 
+    def with_closers(self) -> list[Event]:
+        """The kept events plus the closers a repair would append, in memory only
+        (``inspect`` and ``load`` of a cold session; nothing is reaped)."""
+        return [*self.events, *repair_closers(self.checker)]
+
+    def snapshot(self, session_id: str, live_elsewhere: bool, *, balanced: bool) -> list[Event]:
+        """``inspect`` (``balanced=False``) or ``load`` of a session not live in this process
+        (spec/persistence.md §6), the same for every backend: cold, with the closers in
+        memory; live elsewhere, its durable events as they are, and for ``load`` only if no
+        turn is open (else :class:`LiveTurnOpen`)."""
+        if not live_elsewhere:
+            return self.with_closers()
+        if balanced and self.checker.open_turn is not None:
+            raise LiveTurnOpen(session_id, self.checker.open_turn)
+        return list(self.events)
+
 
 class _CountedLines:
     """Passes lines through, counting bytes and complete lines (for the tail's figures)."""
@@ -134,7 +100,7 @@ class _CountedLines:
             yield line
 
 
-def scan_lines_of(lines: Iterable[bytes], path: str, expect_id: str | None = None) -> Scan:
+def cold_scan_lines(lines: Iterable[bytes], path: str, expect_id: str | None = None) -> ColdScan:
     """Classify a log given as its lines (spec/recovery.md §Torn tail and corruption).
 
     The classification is the log core's (:func:`trio_agent.log.scan_lines` with
@@ -159,7 +125,7 @@ def scan_lines_of(lines: Iterable[bytes], path: str, expect_id: str | None = Non
             path, 1, None, None, f"the header names session {core.header.id!r}, not {expect_id!r}"
         )
     tail = core.tail
-    return Scan(
+    return ColdScan(
         header=core.header,
         events=kept,
         checker=core.checker,
@@ -171,9 +137,9 @@ def scan_lines_of(lines: Iterable[bytes], path: str, expect_id: str | None = Non
     )
 
 
-def scan_log(data: bytes, path: str, expect_id: str | None = None) -> Scan:
-    """:func:`scan_lines_of` of a log's bytes held in memory."""
-    return scan_lines_of(lines_of(data), path, expect_id)
+def cold_scan(data: bytes, path: str, expect_id: str | None = None) -> ColdScan:
+    """:func:`cold_scan_lines` of a log's bytes held in memory."""
+    return cold_scan_lines(lines_of(data), path, expect_id)
 
 
 def orphans_of(scan_events: Sequence[Event], checker: LogChecker) -> list[Orphan]:
@@ -194,39 +160,89 @@ def orphans_of(scan_events: Sequence[Event], checker: LogChecker) -> list[Orphan
     return found
 
 
-def closers_after(
-    scan: Scan, stopped: Mapping[str, str] | None = None, boot_id: str | None = None
-) -> list[Event]:
-    """The closers of a scanned log; their time is the last event's (deterministic).
-
-    ``stopped`` and ``boot_id`` are what orphan reaping found (spec/recovery.md R5); without
-    reaping, neither is known and the placeholders carry no R5 sentence.
-    """
-    last_time = scan.checker.last_time if len(scan.events) else scan.header.created_at
-    return closers_for(scan.checker, last_time, stopped, boot_id)
-
-
-async def reap_for_repair(scan: Scan, reaper: Reaper | None) -> tuple[dict[str, str], str | None]:
-    """Step 3 of a cold open (spec/persistence.md): stop the orphans of the open step with
-    ``reaper`` and say which host recovery runs on. ``({}, None)`` when not reaping."""
+async def reap(scan: ColdScan, reaper: Reaper | None) -> Reaping:
+    """Step 3 of a cold open (spec/persistence.md §5): stop the orphans of the open step with
+    ``reaper``. Without a reaper nothing is signalled and nothing is known (``Reaping()``:
+    the placeholders carry no R5 sentence)."""
     if reaper is None:
-        return {}, None
+        return Reaping()
     orphans = orphans_of(scan.events, scan.checker)
-    stopped = dict(await reaper(orphans)) if orphans else {}
-    return stopped, current_boot_id()
+    if not orphans:  # R5 concerns only calls that logged a process group: nothing to ask
+        return Reaping()
+    found = await reaper(orphans)
+    return found if isinstance(found, Reaping) else Reaping(dict(found))
 
 
 @attrs.frozen
 class ColdOpen:
-    scan: Scan
+    """A repaired log, ready to go live: a cold open hands its scan's events and checker over
+    to this record (the scan is not used again) and appends the closers to them."""
+
+    header: Header
+    #: The kept events, then the closers when they were written.
+    events: EventLines
+    #: A checker fed exactly :attr:`events`.
+    checker: LogChecker
+    #: Events kept from the stored log (before the closers).
+    kept: int
+    #: The closers appended (or, when not written, that would be appended).
     closers: list[Event]
+    #: ``{call_id: what was done}`` for orphaned process groups stopped before closing.
     stopped: dict[str, str]
-    #: File length after repair (the durable length a writer continues from).
+    #: The durable length after repair (bytes of a file, rows of a database).
     length: int
+    #: The scan's figures, for the report.
+    torn_bytes: int
+    dropped_lines: int
+    damage: str | None
 
 
-def read_and_scan(fd: int, path: str, expect_id: str | None) -> Scan:
-    """Read the file on ``fd`` from offset 0 as a stream of lines and :func:`scan_lines_of`
+def _hand_over(
+    scan: ColdScan, closers: list[Event], stopped: dict[str, str], length: int
+) -> ColdOpen:
+    return ColdOpen(
+        header=scan.header,
+        events=scan.events,
+        checker=scan.checker,
+        kept=len(scan.events),
+        closers=closers,
+        stopped=stopped,
+        length=length,
+        torn_bytes=scan.dropped_bytes,
+        dropped_lines=scan.dropped_lines,
+        damage=scan.damage,
+    )
+
+
+def preview(scan: ColdScan) -> ColdOpen:
+    """What a cold open of ``scan`` would do, done in memory only: nothing reaped or written
+    (``repair --dry-run``)."""
+    return _hand_over(scan, repair_closers(scan.checker), {}, scan.keep)
+
+
+async def complete(
+    scan: ColdScan,
+    *,
+    reaper: Reaper | None,
+    length: int,
+    append: Callable[[list[Event]], Awaitable[int]],
+) -> ColdOpen:
+    """Steps 3-4 of a cold open (spec/persistence.md §5), the same for every backend: reap,
+    compute the closers (recovery.md R1-R5), have ``append`` write them durably (it returns
+    the new durable length; ``length`` is the one before), and hand the log over."""
+    reaping = await reap(scan, reaper)
+    closers = repair_closers(scan.checker, reaping.stopped, reaping.boot_id)
+    if closers:
+        length = await append(closers)
+    cold = _hand_over(scan, closers, dict(reaping.stopped), length)
+    if closers:
+        cold.checker.feed_all(closers)
+        cold.events.extend(closers)
+    return cold
+
+
+def read_and_scan(fd: int, path: str, expect_id: str | None) -> ColdScan:
+    """Read the file on ``fd`` from offset 0 as a stream of lines and :func:`cold_scan_lines`
     it (blocking; run it in a worker thread). The descriptor's offset is left where it was.
 
     The cyclic garbage collector is paused meanwhile: a scan builds a million small acyclic
@@ -237,7 +253,7 @@ def read_and_scan(fd: int, path: str, expect_id: str | None) -> Scan:
     gc.disable()
     try:
         with reading_lines(fd) as lines:
-            return scan_lines_of(lines, path, expect_id)
+            return cold_scan_lines(lines, path, expect_id)
     finally:
         if enabled:
             gc.enable()
@@ -257,21 +273,18 @@ async def cold_open_fd(
     """
     scan = await trio.to_thread.run_sync(read_and_scan, fd, path, expect_id)
     ops.point("repair:scanned")
-    length = scan.keep
     if scan.keep < scan.size:
         await trio.to_thread.run_sync(_cut, ops, fd, scan.keep)
-    stopped, boot_id = await reap_for_repair(scan, reaper)
-    closers = closers_after(scan, stopped, boot_id)
-    if closers:
+
+    async def append(closers: list[Event]) -> int:
         data = b"".join(encode_event(e) for e in closers)
         try:
-            await trio.to_thread.run_sync(_append_closers, ops, fd, data, length)
+            await trio.to_thread.run_sync(_append_closers, ops, fd, data, scan.keep)
         except OSError as exc:
             raise WriteFailed(scan.header.id, exc, len(closers)) from exc
-        length += len(data)
-        scan.checker.feed_all(closers)
-        scan.events.extend(closers)
-    return ColdOpen(scan=scan, closers=closers, stopped=stopped, length=length)
+        return scan.keep + len(data)
+
+    return await complete(scan, reaper=reaper, length=scan.keep, append=append)
 
 
 def _cut(ops: FileOps, fd: int, length: int) -> None:
@@ -322,8 +335,6 @@ class RepairReport:
         return bool(self.closers) or self.torn_bytes > 0
 
     def to_json(self) -> dict[str, Any]:
-        from ..log.codec import event_to_json
-
         return {
             "path": self.path,
             "sessionId": self.session_id,
@@ -338,15 +349,14 @@ class RepairReport:
 
 
 def report_for(path: str, cold: ColdOpen, *, written: bool) -> RepairReport:
-    scan = cold.scan
     return RepairReport(
         path=path,
-        session_id=scan.header.id,
-        events=len(scan.events) if written else len(scan.events) + len(cold.closers),
+        session_id=cold.header.id,
+        events=cold.kept + len(cold.closers),
         closers=cold.closers,
-        torn_bytes=scan.dropped_bytes,
-        dropped_lines=scan.dropped_lines,
-        damage=scan.damage,
+        torn_bytes=cold.torn_bytes,
+        dropped_lines=cold.dropped_lines,
+        damage=cold.damage,
         stopped=cold.stopped,
         written=written,
     )

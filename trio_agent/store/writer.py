@@ -11,6 +11,11 @@ A batch that fails (write or fsync) goes back to the front of the queue, in orde
 next attempt the file is cut back to the last length known durable, so a retry can neither
 duplicate nor leave a gap. Background retries back off from one window up to a second; a flush
 (or ``wait_writable``) retries at once.
+
+Every one of those decisions is made by :class:`~trio_agent.store.write_policy.WritePolicy`
+(pure, no clock, no I/O); this module only drives it: the writer task sleeps until the
+policy's timer or a wake-up, runs the batch the policy takes in a worker thread and reports
+the attempt's outcome back.
 """
 
 from __future__ import annotations
@@ -24,6 +29,17 @@ import trio
 
 from .errors import PendingLimitExceeded, SessionClosed, WriteFailed
 from .fileops import FileOps, write_all
+from .write_policy import ALWAYS_ADMITTED, MAX_BATCH_BYTES, RETRY_MAX, WritePolicy
+
+__all__ = [
+    "ALWAYS_ADMITTED",
+    "DEFAULT_HARD_LIMIT",
+    "DEFAULT_SOFT_LIMIT",
+    "DEFAULT_WINDOW",
+    "MAX_BATCH_BYTES",
+    "RETRY_MAX",
+    "Writer",
+]
 
 _log = logging.getLogger("trio_agent.store")
 
@@ -34,26 +50,6 @@ DEFAULT_WINDOW: Final = 0.020
 DEFAULT_SOFT_LIMIT: Final = 4 << 20
 #: Default hard bound: above it only closing events are admitted.
 DEFAULT_HARD_LIMIT: Final = 64 << 20
-#: Largest batch handed to one write loop (bounds the copy made by ``join``).
-MAX_BATCH_BYTES: Final = 8 << 20
-
-#: Longest pause between two background retries of a failing batch, in seconds.
-RETRY_MAX: Final = 1.0
-
-#: Event types admitted even above the hard bound. They end or settle work already started
-#: (a turn's finally must always be able to book ``turn/end``); streaming output, new turns,
-#: steps, input and dispatches are refused there.
-ALWAYS_ADMITTED: Final = frozenset(
-    {
-        "turn/end",
-        "step/end",
-        "tool/result",
-        "assistant/message",
-        "approval/decided",
-        "tool/spawned",
-        "agent/inbox/spliced",
-    }
-)
 
 
 class Writer:
@@ -75,34 +71,16 @@ class Writer:
         hard_limit: int = DEFAULT_HARD_LIMIT,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        if window < 0:
-            raise ValueError("the batching window must be >= 0 seconds")
-        if not 0 < soft_limit <= hard_limit:
-            raise ValueError("need 0 < soft_limit <= hard_limit")
         self._id = session_id
         self._fd = fd
         self._ops = ops
-        self._window = window
-        self._soft = soft_limit
-        self._hard = hard_limit
         self._on_close = on_close
+        #: What to write, when, and what a failure means: every decision without I/O.
+        self._policy = WritePolicy(window=window, soft_limit=soft_limit, hard_limit=hard_limit)
         self._durable_length = durable_length
-        self._queue: list[bytes] = []  # not yet durable, oldest first (not the batch in flight)
-        self._pending_bytes = 0  # bytes of the queue and of the batch in flight
-        self._deadline: float | None = None  # when the pending prefix's window expires
-        self._arm_at = 0.0  # the deadline admit() computed for the next submit()
-        self._paused = False  # the last attempt failed: no retry before a window or a flush
         self._dirty = False  # the file may hold bytes past the durable length
-        self._writing = False
-        self._closing = False
-        self._started = 0  # batches started
-        self._failure: tuple[int, OSError] | None = None  # (batch number, error), last failure
-        self._written_events = 0
-        self._flushers = 0  # flush / wait_writable calls waiting: write at once
-        self._failed_in_row = 0
-        self._batches_ok = 0
-        self._wake = trio.Event()
-        self._progress = trio.Event()
+        self._wake = trio.Event()  # the policy has something new for the writer task
+        self._progress = trio.Event()  # an attempt ended (flushes look at the policy again)
         self._stopped = trio.Event()
         self._closed = False
 
@@ -110,11 +88,11 @@ class Writer:
 
     @property
     def pending_bytes(self) -> int:
-        return self._pending_bytes
+        return self._policy.pending_bytes
 
     @property
     def pending_events(self) -> int:
-        return len(self._queue)
+        return len(self._policy.queue)
 
     @property
     def durable_length(self) -> int:
@@ -124,38 +102,36 @@ class Writer:
     @property
     def batches(self) -> int:
         """Batches written and synced successfully."""
-        return self._batches_ok
+        return self._policy.batches_ok
 
     # -- Sink -----------------------------------------------------------------------------------
 
     def admit(self, type_: str, nbytes: int) -> None:
-        if self._closing:
+        policy = self._policy
+        if policy.closing:
             raise SessionClosed(self._id)
-        if self._pending_bytes + nbytes > self._hard and type_ not in ALWAYS_ADMITTED:
-            raise PendingLimitExceeded(self._id, type_, self._pending_bytes, self._hard)
-        if self._deadline is None:
+        if not policy.admits(type_, nbytes):
+            raise PendingLimitExceeded(self._id, type_, policy.pending_bytes, policy.hard_limit)
+        if policy.deadline is None:
             # Read the clock here, where raising still records nothing: outside the trio
             # thread that owns the store this raises RuntimeError (append is trio-only).
-            self._arm_at = trio.current_time() + self._window
+            policy.arm(trio.current_time())
 
     def submit(self, line: bytes) -> None:
-        self._queue.append(line)
-        self._pending_bytes += len(line)
-        if self._deadline is None:
-            self._deadline = self._arm_at
-            self._wake.set()
-        elif self._pending_bytes >= self._soft and not self._paused:
+        if self._policy.submit(line):
             self._wake.set()
 
     async def flush(self) -> None:
         if self._closed:
             raise SessionClosed(self._id)
-        await self._drain(lambda: not self._queue and not self._writing)
+        policy = self._policy
+        await self._drain(lambda: policy.flushed)
 
     async def wait_writable(self) -> None:
         if self._closed:
             raise SessionClosed(self._id)
-        await self._drain(lambda: self._pending_bytes < self._soft)
+        policy = self._policy
+        await self._drain(lambda: policy.writable)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -168,7 +144,7 @@ class Writer:
             cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
             raise WriteFailed(self._id, cause, exc.queued, closing=True) from cause
         finally:
-            self._closing = True
+            self._policy.close()
             self._wake.set()
             with trio.CancelScope(shield=True):
                 await self._stopped.wait()
@@ -188,91 +164,64 @@ class Writer:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The drain loop. Shielded: it ends only when :meth:`aclose` says so."""
+        policy = self._policy
         with trio.CancelScope(shield=True):
             task_status.started()
             try:
-                while not self._closing:
-                    if self._queue and self._due():
+                while not policy.closing:
+                    if policy.queue and policy.due(trio.current_time()):
                         await self._write_batch()
                         continue
                     self._wake = trio.Event()
-                    if self._queue and self._deadline is not None:
-                        with trio.move_on_at(self._deadline):
+                    timer = policy.timer
+                    if timer is not None:
+                        with trio.move_on_at(timer):
                             await self._wake.wait()
                     else:
                         await self._wake.wait()
             finally:
                 self._stopped.set()
 
-    def _due(self) -> bool:
-        expired = self._deadline is not None and trio.current_time() >= self._deadline
-        if self._paused:
-            return expired
-        return expired or self._pending_bytes >= self._soft or self._flushers > 0
-
     async def _drain(self, done: Callable[[], bool]) -> None:
         """Make the writer write now until ``done()``; raise the first failure of an attempt
         made after this call began (an earlier background failure is retried once)."""
-        start = self._started
-        self._flushers += 1
+        policy = self._policy
+        mark = policy.begin_drain()
         try:
             while True:
-                failure = self._failure
-                if failure is not None and failure[0] > start:
-                    raise WriteFailed(self._id, failure[1], len(self._queue)) from failure[1]
+                error = policy.error_since(mark)
+                if error is not None:
+                    raise WriteFailed(self._id, error, len(policy.queue)) from error
                 if done():
                     break
                 if self._stopped.is_set():  # closed while we waited: nothing will write now
                     raise SessionClosed(self._id)
-                if self._paused and not self._writing:
-                    self._paused = False  # a failure from before this call: retry it now
+                policy.retry_now()
                 self._wake.set()
                 await self._progress.wait()
         finally:
-            self._flushers -= 1
+            policy.end_drain()
         await trio.lowlevel.checkpoint()
 
     async def _write_batch(self) -> None:
-        self._deadline = None  # lines arriving during this write arm their own window
-        self._paused = False
-        cut, size = 0, 0
-        for line in self._queue:
-            if cut and size + len(line) > MAX_BATCH_BYTES:
-                break
-            size += len(line)
-            cut += 1
-        batch = self._queue[:cut]
-        del self._queue[:cut]
-        if self._queue:  # lines left by the batch cap are already due
-            self._deadline = trio.current_time()
-        self._started += 1
-        number = self._started
-        self._writing = True
+        """One attempt of the batch the policy takes, in a worker thread."""
+        policy = self._policy
+        batch = policy.take(trio.current_time())
         try:
-            await trio.to_thread.run_sync(self._write_blocking, b"".join(batch))
+            await trio.to_thread.run_sync(self._write_blocking, batch.data)
         except OSError as exc:
-            self._queue[0:0] = batch
-            self._paused = True
-            self._failure = (number, exc)
-            self._failed_in_row += 1
-            if self._failed_in_row == 1 and self._retryable(exc):
+            policy.failed(batch, exc, trio.current_time())
+            if policy.first_failure and self._retryable(exc):
                 _log.warning(
                     "session %r: write failed (%s); %d event(s) stay queued and will be retried",
                     self._id,
                     exc,
-                    len(self._queue),
+                    len(policy.queue),
                 )
-            # Background retry, backing off from one window up to RETRY_MAX seconds.
-            delay = min(max(self._window, 0.005) * 2 ** min(self._failed_in_row - 1, 16), RETRY_MAX)
-            self._deadline = trio.current_time() + delay
         else:
-            self._pending_bytes -= size
-            self._written_events += cut
-            self._batches_ok += 1
-            self._failure = None
-            self._failed_in_row = 0
+            policy.succeeded(batch)
         finally:
-            self._writing = False
+            policy.writing = False
             self._progress.set()
             self._progress = trio.Event()
 

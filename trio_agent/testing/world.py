@@ -8,9 +8,11 @@ runtime's own extension points. Nothing in it moves unless the harness moves it:
 
 * **virtual time** (``trio.testing.MockClock(rate=0)``, no autojump): the model's chunk delays,
   the sleep tool and the writer's batching window only elapse on :meth:`advance`;
-* **gates**: the ``job`` tool's body and the approver wait for a harness decision;
+* **gates**: the ``job`` tool's body and the approver wait for a harness decision (the seams
+  of :mod:`~trio_agent.testing.seams`);
 * **disk I/O**: every batch of the writer waits, in its worker thread, at a gate in
-  :class:`GatedFileOps` that only :meth:`World.settle` opens, when every trio task is blocked.
+  :class:`~trio_agent.testing.gated_fs.GatedFileOps` that only :meth:`World.settle` opens,
+  when every trio task is blocked.
   So the file never changes while trio code runs, reading it is always race-free, and which
   events a batch holds does not depend on thread timing.
 
@@ -37,13 +39,10 @@ fired traps. The reference model replays them.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import trio
 import trio.testing
@@ -51,27 +50,20 @@ import trio.testing
 from ..log.codec import event_to_json
 from ..log.events import Event
 from ..log.splice import SpliceKind, splice_kind
-from ..models.base import ModelRequest, StepContext
-from ..models.scripted import ScriptedModel
 from ..runtime import (
     Agent,
     AgentError,
-    CancelCause,
-    Hooks,
     InboxDropped,
-    Reject,
     RuntimeEvent,
     StatusChanged,
-    TurnContext,
     TurnEnded,
     TurnPrevented,
     TurnStarted,
     open_agent,
 )
-from ..store import FileOps, JsonlStore, Session
-from ..tools.base import ToolCall, ToolContext, ToolOutcome
-from ..tools.builtin import SleepTool
-from .plan import CHUNK_DELAY, plan_entry
+from ..store import JsonlStore, Session
+from .gated_fs import GatedFileOps
+from .seams import Gate, GateApprover, JobTool, PlanModel, SeamHooks, WatchedSleep, cancel_cause
 
 __all__ = ["SESSION_ID", "GatedFileOps", "World", "session_root"]
 
@@ -91,262 +83,6 @@ def session_root(log_path: str | os.PathLike[str]) -> Path:
     if path.name != "session.jsonl" or path.parent.name != SESSION_ID:
         raise ValueError(f"the log must be <root>/{SESSION_ID}/session.jsonl, got {path}")
     return path.parent.parent
-
-
-class GatedFileOps(FileOps):
-    """Real ``write``/``fsync``/``ftruncate`` whose writer batches wait at a gate.
-
-    Until :attr:`armed` (set once the session is live, so create and cold open are not
-    gated), everything passes. Once armed, the first ``write`` of each batch parks its worker
-    thread until the trio side calls :meth:`release` (one batch per call) or opens the gate
-    for good (:meth:`open_all`, for teardown). :attr:`fail_next` makes that many batches fail
-    with ``ENOSPC`` before they write a byte. All methods but :meth:`release`,
-    :meth:`open_all` and the properties run in the writer's worker thread.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self.armed = False
-        self._passthrough = False
-        self._in_batch = False
-        self._parked = False
-        self._parked_data = b""
-        self._park_generation = 0  # counts parked batches
-        self._released = 0  # the last generation the trio side let through
-        self._version = 0
-        self.fail_next = 0
-        self.batches = 0
-        #: Called in the worker thread right after a batch's bytes are written (server crash).
-        self.after_write: Callable[[], None] | None = None
-
-    # -- trio side ---------------------------------------------------------------------------
-
-    @property
-    def parked(self) -> bool:
-        """A batch waits at the gate (its worker thread is blocked)."""
-        return self._parked
-
-    @property
-    def parked_will_write(self) -> bool:
-        """A batch is parked and will write its bytes once released (no injected failure is
-        due for it: that one would refuse it before a byte is written)."""
-        return self._parked and not self.fail_next
-
-    @property
-    def parked_data(self) -> bytes:
-        """The bytes the parked batch is about to write."""
-        return self._parked_data
-
-    @property
-    def version(self) -> int:
-        return self._version
-
-    @property
-    def busy(self) -> bool:
-        """A batch is between its first write and its fsync (or failure), in its thread."""
-        return self._in_batch
-
-    def release(self) -> None:
-        """Let the parked batch through. Idempotent: releasing the same parked batch twice
-        (the trio side looked again before its thread woke) lets no later batch through."""
-        with self._cond:
-            if self._parked:
-                self._released = self._park_generation
-                self._cond.notify_all()
-
-    def open_all(self) -> None:
-        """Never gate again (teardown of a world: its writes no longer matter)."""
-        with self._cond:
-            self._passthrough = True
-            self._cond.notify_all()
-
-    def wait_change(self, version: int, timeout: float) -> None:
-        """Block (in a thread) until the gate's state changed from ``version``."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._version != version, timeout)
-
-    # -- worker-thread side ------------------------------------------------------------------
-
-    def _bump(self) -> None:
-        self._version += 1
-        self._cond.notify_all()
-
-    def write(self, fd: int, data: bytes | memoryview) -> int:
-        with self._cond:
-            if self.armed and not self._in_batch:
-                self._in_batch = True
-                if not self._passthrough:
-                    self._park_generation += 1
-                    generation = self._park_generation
-                    self._parked = True
-                    self._parked_data = bytes(data)
-                    self._bump()
-                    while self._released < generation and not self._passthrough:
-                        self._cond.wait()
-                    self._parked = False
-                    self._bump()
-                    if self.fail_next > 0:
-                        self.fail_next -= 1
-                        self._in_batch = False
-                        self._bump()
-                        raise OSError(errno.ENOSPC, "injected by the harness: no space left")
-        return os.write(fd, data)
-
-    def point(self, name: str) -> None:
-        if name == "batch:written" and self.after_write is not None:
-            self.after_write()
-        elif name == "batch:synced":
-            with self._cond:
-                if self._in_batch:
-                    self._in_batch = False
-                    self.batches += 1
-                    self._bump()
-
-
-class _Gate:
-    """A seam waiting for the harness: ``decision`` is set, then ``event``."""
-
-    __slots__ = ("call_id", "decision", "event", "turn")
-
-    def __init__(self, turn: int, call_id: str) -> None:
-        self.turn = turn
-        self.call_id = call_id
-        self.decision = ""
-        self.event = trio.Event()
-
-
-class _Model:
-    """The real :class:`ScriptedModel` playing ``plan_entry(turn, step)``, wrapped so the world
-    knows which streams are open and can land a deferred cancel at each chunk read."""
-
-    def __init__(self, world: World, plan: Sequence[str]) -> None:
-        self._world = world
-        self._plan = list(plan)
-
-    def stream(self, request: ModelRequest, ctx: StepContext) -> AsyncIterator[Mapping[str, Any]]:
-        return self._stream(request, ctx)
-
-    async def _stream(
-        self, request: ModelRequest, ctx: StepContext
-    ) -> AsyncIterator[Mapping[str, Any]]:
-        entry = plan_entry(self._plan, request.turn, request.step)
-        inner = cast(
-            AsyncGenerator[Mapping[str, Any], None],
-            ScriptedModel([entry], chunk_delay=CHUNK_DELAY).stream(request, ctx),
-        )
-        key = (request.turn, request.step)
-        self._world.streams.add(key)
-        try:
-            async with contextlib.aclosing(inner):
-                while True:
-                    self._world.at_seam()
-                    try:
-                        chunk = await inner.__anext__()
-                    except StopAsyncIteration:
-                        return
-                    yield chunk
-        finally:
-            self._world.streams.discard(key)
-
-
-class _Hooks(Hooks):
-    """Default behaviour, but every hook is a seam (deferred cancels land here) and a
-    checkpoint, so a cancel issued at the seam is delivered inside the hook."""
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    async def pre_step(
-        self, ctx: TurnContext, messages: Sequence[Mapping[str, Any]]
-    ) -> Sequence[Mapping[str, Any]] | Reject | None:
-        self._world.at_seam()
-        await trio.lowlevel.checkpoint()
-        return None
-
-    async def assemble_prompt(self, ctx: TurnContext) -> str:
-        self._world.at_seam()
-        await trio.lowlevel.checkpoint()
-        return "harness"
-
-    async def turn_stopping(self, ctx: TurnContext) -> None:
-        self._world.at_seam()
-        await trio.lowlevel.checkpoint()
-
-
-class _Approver:
-    """Allows every call at once, except calls with ``{"ask": true}``, which wait for the
-    harness (``approval`` request)."""
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    async def approve(self, call: ToolCall, ctx: TurnContext) -> bool:
-        world = self._world
-        world.at_seam()
-        if not call.arguments.get("ask"):
-            await trio.lowlevel.checkpoint()
-            return True
-        gate = _Gate(ctx.turn, call.id)
-        world.approvals.append(gate)
-        try:
-            world.reach("approval:waiting")
-            await gate.event.wait()
-        finally:
-            if gate in world.approvals:
-                world.approvals.remove(gate)
-        return gate.decision == "allow"
-
-
-class _JobTool:
-    """``job``: writes one line, then waits until the harness finishes or fails it."""
-
-    name = "job"
-    parallel = False
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-
-    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-        world = self._world
-        gate = _Gate(ctx.turn, call.id)
-        world.body_started(ctx.turn, call.id)
-        world.jobs.append(gate)
-        try:
-            ctx.output("stdout", f"job {call.id} started\n")
-            await gate.event.wait()
-        finally:
-            if gate in world.jobs:
-                world.jobs.remove(gate)
-            world.body_stopped(call.id)
-        if gate.decision == "fail":
-            raise RuntimeError(f"job {call.id} failed")
-        return ToolOutcome(content=f"job {call.id} done")
-
-
-class _Sleep:
-    """The real :class:`SleepTool`, with the world told when its body runs."""
-
-    name = "sleep"
-    parallel = True
-
-    def __init__(self, world: World) -> None:
-        self._world = world
-        self._inner = SleepTool()
-
-    async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-        self._world.body_started(ctx.turn, call.id)
-        try:
-            return await self._inner.run(call, ctx)
-        finally:
-            self._world.body_stopped(call.id)
-
-
-def _cause(name: str) -> CancelCause:
-    if name == "user":
-        return CancelCause.user()
-    if name == "parent":
-        return CancelCause.parent()
-    raise ValueError(f"unknown cancel cause {name!r} (user or parent)")
 
 
 class World:
@@ -380,8 +116,8 @@ class World:
         self.violations: list[str] = []
         self.trap: dict[str, Any] | None = None
         self.pending_cancel: dict[str, Any] | None = None
-        self.jobs: list[_Gate] = []
-        self.approvals: list[_Gate] = []
+        self.jobs: list[Gate] = []
+        self.approvals: list[Gate] = []
         self.bodies: dict[str, int] = {}  # running tool bodies: call id -> turn
         self.streams: set[tuple[int, int]] = set()
         self._chunked: set[tuple[int, int]] = set()
@@ -442,10 +178,10 @@ class World:
                     self.ops.armed = True
                     async with open_agent(
                         session,
-                        model=_Model(self, self.plan),
-                        tools=[_Sleep(self), _JobTool(self)],
-                        approver=_Approver(self),
-                        hooks=_Hooks(self),
+                        model=PlanModel(self, self.plan),
+                        tools=[WatchedSleep(self), JobTool(self)],
+                        approver=GateApprover(self),
+                        hooks=SeamHooks(self),
                     ) as agent:
                         self.agent = agent
                         agent.subscribe(self._on_runtime)
@@ -571,7 +307,7 @@ class World:
                 "where": where,
             }
         )
-        hit = agent.cancel(_cause(cause), keep_inbox=keep_inbox)
+        hit = agent.cancel(cancel_cause(cause), keep_inbox=keep_inbox)
         self.emit({"k": "act", "op": "cancel", "phase": "end", "hit": hit, "turn": turn})
         return hit
 

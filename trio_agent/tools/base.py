@@ -13,17 +13,9 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from ..cancel import ControllerView
+
 Stream = Literal["stdout", "stderr"]
-
-
-class ControllerView(Protocol):
-    """Read-only view of the turn's controller, passed to every seam (spec/cancel.md §Seams)."""
-
-    @property
-    def cancel_called(self) -> bool: ...
-
-    @property
-    def cause(self) -> object | None: ...
 
 
 @attrs.frozen

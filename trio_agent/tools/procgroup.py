@@ -27,6 +27,8 @@ from typing import Final, Literal
 import attrs
 import trio
 
+from ..log.repair import Orphan, Reaping
+
 #: Same values as ``trio_agent.tools.base.Stream``; restated so this module stays standalone.
 Stream = Literal["stdout", "stderr"]
 
@@ -837,3 +839,26 @@ async def _terminate_marked(
         survivors=tuple(survivors),
         escapees=tuple(sorted(seen)),
     )
+
+
+async def reap_orphans(orphans: Sequence[Orphan]) -> Reaping:
+    """The orphan reaper whoever opens a store passes it (``reap_orphans=``; spec/persistence.md
+    §5 step 3): :func:`reap_orphan_group` for each group, and this host's boot id.
+
+    A group is signalled only if its leader still has the recorded identity and carries the
+    call's marker (:func:`reap_orphan_group` decides). The boot id lets repair tell a call of
+    another host apart (spec/recovery.md R5, other host); ``None`` where the system has none.
+    """
+    stopped: dict[str, str] = {}
+    for call_id, pgid, identity in orphans:
+        try:
+            outcome = await reap_orphan_group(pgid, identity, grace=DEFAULT_GRACE)
+        except ValueError:  # a malformed pgid or identity in the log: nothing to signal
+            continue
+        if outcome.status == "stopped":
+            stopped[call_id] = f"process group {pgid} stopped during recovery"
+    try:
+        host = boot_id()
+    except OSError:
+        host = None
+    return Reaping(stopped, host)

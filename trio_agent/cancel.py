@@ -1,4 +1,9 @@
-"""Cancel causes: who pulled the wire (spec/cancel.md K4).
+"""The cancel vocabulary every layer above the store shares: causes and the controller view.
+
+This is a bottom module (it imports nothing from the package): models, tools and runtime all
+import it, so none of them reaches into another for these two types.
+
+Cancel causes: who pulled the wire (spec/cancel.md K4).
 
 The set is closed: ``user``, ``parent``, ``hook(reason)`` and ``disposed``. A cause is visible
 at runtime (the turn's outcome, runtime events, the controller view) and never in the log:
@@ -8,7 +13,7 @@ with :class:`TypeError` where it is passed, so a typo cannot reach a turn.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, Protocol, final
 
 import attrs
 
@@ -76,3 +81,19 @@ def require_cause(cause: object) -> CancelCause:
             f".disposed()), got {type(cause).__name__} {cause!r}"
         )
     return cause
+
+
+class ControllerView(Protocol):
+    """Read-only view of the turn's controller, passed to every seam (spec/cancel.md §Seams)."""
+
+    @property
+    def cancel_called(self) -> bool: ...
+
+    @property
+    def cause(self) -> CancelCause | None: ...
+
+    @property
+    def turn(self) -> int | None: ...
+
+
+__all__ = ["CANCEL_KINDS", "CancelCause", "CancelKind", "ControllerView", "require_cause"]

@@ -1,0 +1,242 @@
+"""The processes a run starts: the worker, and the tool groups it may leave behind.
+
+A :class:`WorkerProcess` is one ``python -m trio_agent.demo.worker`` child: started in a
+session of its own (Ctrl+C in a terminal reaches the engine, not the worker), commanded by
+JSON lines on its stdin, read line by line on its stdout, its stderr kept in a file for the
+error message if it dies unexpectedly.
+
+The ``/proc`` probes tell whether a tool's process group (named by the log's ``tool/spawned``)
+is still alive, even after the worker that started it was killed, and find any process still
+working in a run's directory, so teardown can stop everything a run started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import orjson
+import trio
+
+from ..tools.procgroup import group_members, leader_identity, process_identity
+
+__all__ = [
+    "PIPE_ERRORS",
+    "Group",
+    "WorkerProcess",
+    "comm",
+    "group_alive",
+    "processes_under",
+]
+
+#: The package's parent directory: put on the worker's PYTHONPATH so ``-m`` finds us.
+PACKAGE_PARENT: Final = str(Path(__file__).resolve().parents[2])
+#: What writing to a worker that is gone may raise.
+PIPE_ERRORS: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+#: How long a worker asked to shut down, or killed, may take to exit (seconds; a hang guard).
+EXIT_BOUND: Final = 5.0
+
+
+class WorkerProcess:
+    """One worker child process (see the module docstring). Make it with :meth:`start`."""
+
+    def __init__(self, proc: trio.Process, stderr_path: Path) -> None:
+        self._proc = proc
+        self._stdin = proc.stdin
+        self.stderr_path = stderr_path
+        #: Set before an exit the run asked for (shutdown, kill): it is then no failure.
+        self.expect_exit = False
+
+    @classmethod
+    async def start(
+        cls,
+        *,
+        root: Path,
+        session_id: str,
+        mode: str,
+        workdir: Path,
+        script: Sequence[Mapping[str, Any]],
+        stderr_path: Path,
+    ) -> WorkerProcess:
+        argv = [
+            sys.executable,
+            "-m",
+            "trio_agent.demo.worker",
+            "--root",
+            str(root),
+            "--session",
+            session_id,
+            "--mode",
+            mode,
+            "--workdir",
+            str(workdir),
+            "--script",
+            orjson.dumps(list(script)).decode(),
+        ]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p
+        )
+        with open(stderr_path, "wb") as stderr:
+            proc = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,  # Ctrl+C in a terminal reaches the engine, not the worker
+                env=env,
+            )
+        return cls(proc, stderr_path)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def send(self, cmd: Mapping[str, Any]) -> None:
+        """Write one command line to the worker's stdin."""
+        assert self._stdin is not None
+        await self._stdin.send_all(orjson.dumps(cmd) + b"\n")
+
+    def kill(self) -> None:
+        """``kill -9`` the worker (an exit the run asked for)."""
+        self.expect_exit = True
+        self._proc.send_signal(signal.SIGKILL)
+
+    async def read_lines(self, on_line: Callable[[bytes], None]) -> int | None:
+        """Call ``on_line`` with each non-blank stdout line until end of output, then wait
+        (bounded, shielded) for the exit and return the return code."""
+        proc = self._proc
+        assert proc.stdout is not None
+        buffer = b""
+        try:
+            while True:
+                data = await proc.stdout.receive_some(65536)
+                if not data:
+                    break
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        on_line(line)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(EXIT_BOUND):
+                await proc.wait()
+        return proc.returncode
+
+    async def stop(self) -> None:
+        """Ask a running worker to shut down, kill it if it does not, close its stdin."""
+        proc = self._proc
+        if proc.returncode is None:
+            self.expect_exit = True
+            with contextlib.suppress(*PIPE_ERRORS):
+                await self.send({"cmd": "shutdown"})
+            with trio.move_on_after(EXIT_BOUND):
+                await proc.wait()
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        if self._stdin is not None:
+            with contextlib.suppress(*PIPE_ERRORS):
+                await self._stdin.aclose()
+
+    def stderr_tail(self) -> str:
+        """The last three non-blank lines of the worker's stderr, as ``": a | b | c"``."""
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return (": " + " | ".join(lines[-3:])) if lines else ""
+
+
+# -- tool process groups and /proc -----------------------------------------------------------
+
+
+@attrs.define
+class Group:
+    """A tool's process group, as the log's ``tool/spawned`` names it and ``/proc`` shows it."""
+
+    pgid: int
+    identity: str
+    call_id: str
+    spawned_seq: int
+    members: list[str] = attrs.Factory(list)
+    alive: bool = True
+    was_orphaned: bool = False
+
+    def refresh(self, *, worker_alive: bool) -> bool:
+        """Look the group up in ``/proc`` again; a group alive while no worker runs is
+        orphaned (and stays marked so). True if anything changed."""
+        pids = group_alive(self.pgid, self.identity)
+        members = [f"{pid} {comm(pid)}" for pid in pids]
+        alive = bool(pids)
+        orphaned = alive and not worker_alive
+        if (
+            members == self.members
+            and alive == self.alive
+            and not (orphaned and not self.was_orphaned)
+        ):
+            return False
+        self.members, self.alive = members, alive
+        self.was_orphaned = self.was_orphaned or orphaned
+        return True
+
+    def to_json(self, *, worker_running: bool) -> dict[str, Any]:
+        return {
+            "pgid": self.pgid,
+            "callId": self.call_id,
+            "alive": self.alive,
+            "members": self.members,
+            "orphaned": self.alive and not worker_running,
+            "wasOrphaned": self.was_orphaned,
+        }
+
+
+def comm(pid: int) -> str:
+    """The process's command name, or ``?``."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def group_alive(pgid: int, identity: str) -> list[int]:
+    """Live members of a tool's process group, if it is still the group the log names."""
+    current = process_identity(pgid)
+    if current is not None and current != leader_identity(identity):
+        return []  # the pid now belongs to someone else: our group is long gone
+    return group_members(pgid)
+
+
+def processes_under(directory: Path) -> list[int]:
+    """Pids of live processes whose working directory is inside ``directory``."""
+    found = []
+    prefix = str(directory.resolve())
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if cwd == prefix or cwd.startswith(prefix + os.sep):
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    state = f.read().rpartition(b")")[2].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                found.append(int(name))
+    return found
