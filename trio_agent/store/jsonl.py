@@ -33,10 +33,10 @@ from .errors import (
     SessionExists,
     SessionLocked,
     SessionNotFound,
-    StoreError,
 )
 from .fileops import FileOps, write_all
 from .ids import escape_id
+from .lifecycle import SessionNursery
 from .recovery import (
     ColdOpen,
     ColdScan,
@@ -221,18 +221,12 @@ class JsonlStore:
         self._hard = hard_limit
         self._ops = file_ops if file_ops is not None else FileOps()
         self._reaper = reap_orphans
-        self._nursery: trio.Nursery | None = None
-        self._nursery_cm: contextlib.AbstractAsyncContextManager[trio.Nursery] | None = None
-        self._sessions: set[Session] = set()
-        self._exited = False
+        self._life = SessionNursery("JsonlStore", "async with JsonlStore(root) as store")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> JsonlStore:
-        if self._nursery_cm is not None or self._exited:
-            raise StoreError("a JsonlStore can be entered only once")
-        self._nursery_cm = trio.open_nursery()
-        self._nursery = await self._nursery_cm.__aenter__()
+        await self._life.enter()
         return self
 
     async def __aexit__(
@@ -241,34 +235,10 @@ class JsonlStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        assert self._nursery_cm is not None
-        first: BaseException | None = None
-        try:
-            with trio.CancelScope(shield=True):
-                for session in list(self._sessions):
-                    try:
-                        await session.aclose()
-                    except Exception as close_exc:
-                        _log.error("session %r: closing failed: %s", session.id, close_exc)
-                        first = first or close_exc
-        finally:
-            self._exited = True
-            self._nursery = None
-            try:
-                await self._nursery_cm.__aexit__(exc_type, exc, tb)
-            except BaseExceptionGroup as group:
-                # The nursery wraps the body's exception; hand the caller the original.
-                if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
-                    return False
-                raise
-        if first is not None and exc is None:
-            raise first
-        return False
+        return await self._life.exit(exc_type, exc, tb)
 
     def _require_open(self) -> trio.Nursery:
-        if self._nursery is None:
-            raise StoreError("the store is not open: use `async with JsonlStore(root) as store`")
-        return self._nursery
+        return self._life.require_open()
 
     # -- paths ----------------------------------------------------------------------------------
 
@@ -401,7 +371,7 @@ class JsonlStore:
             _remove_pid(pid_path)
             if _LIVE.get(key) is session:
                 del _LIVE[key]
-            self._sessions.discard(session)
+            self._life.sessions.discard(session)
 
         writer = Writer(
             session_id,
@@ -424,7 +394,7 @@ class JsonlStore:
                 checker=cold.checker,
             )
         _LIVE[key] = session
-        self._sessions.add(session)
+        self._life.sessions.add(session)
         try:
             await nursery.start(writer.run)
         except BaseException:

@@ -51,6 +51,7 @@ from .errors import (
     WriteFailed,
 )
 from .fileops import FileOps
+from .lifecycle import SessionNursery
 from .recovery import ColdOpen, ColdScan, Reaper, cold_scan, complete
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
@@ -421,19 +422,14 @@ class PostgresStore:
         self._soft = soft_limit
         self._hard = hard_limit
         self._reaper = reap_orphans
-        self._nursery: trio.Nursery | None = None
-        self._nursery_cm: contextlib.AbstractAsyncContextManager[trio.Nursery] | None = None
-        self._sessions: set[Session] = set()
-        self._exited = False
+        self._life = SessionNursery("PostgresStore", "async with PostgresStore(dsn) as store")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def __aenter__(self) -> PostgresStore:
-        if self._nursery_cm is not None or self._exited:
-            raise StoreError("a PostgresStore can be entered only once")
+        self._life.check_enter()
         await self._run(self._schema_blocking)
-        self._nursery_cm = trio.open_nursery()
-        self._nursery = await self._nursery_cm.__aenter__()
+        await self._life.enter()
         return self
 
     async def __aexit__(
@@ -442,33 +438,10 @@ class PostgresStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
-        assert self._nursery_cm is not None
-        first: BaseException | None = None
-        try:
-            with trio.CancelScope(shield=True):
-                for session in list(self._sessions):
-                    try:
-                        await session.aclose()
-                    except Exception as close_exc:
-                        _log.error("session %r: closing failed: %s", session.id, close_exc)
-                        first = first or close_exc
-        finally:
-            self._exited = True
-            self._nursery = None
-            try:
-                await self._nursery_cm.__aexit__(exc_type, exc, tb)
-            except BaseExceptionGroup as group:
-                if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
-                    return False
-                raise
-        if first is not None and exc is None:
-            raise first
-        return False
+        return await self._life.exit(exc_type, exc, tb)
 
     def _require_open(self) -> trio.Nursery:
-        if self._nursery is None:
-            raise StoreError("the store is not open: use `async with PostgresStore(dsn) as store`")
-        return self._nursery
+        return self._life.require_open()
 
     # -- database plumbing ----------------------------------------------------------------------
 
@@ -642,7 +615,7 @@ class PostgresStore:
             renew_scope.cancel()
             if _LIVE.get(key) is session:
                 del _LIVE[key]
-            self._sessions.discard(session)
+            self._life.sessions.discard(session)
 
         writer = PgWriter(
             session_id,
@@ -665,7 +638,7 @@ class PostgresStore:
                 checker=cold.checker,
             )
         _LIVE[key] = session
-        self._sessions.add(session)
+        self._life.sessions.add(session)
         try:
             await nursery.start(writer.run)
         except BaseException:

@@ -1,0 +1,77 @@
+"""The part of a store's ``async with`` both backends share: the nursery their writer tasks
+run in, and the sessions they handed out, every one closed on the way out (drain, fsync,
+unlock; spec/persistence.md §2, Close). Only how a session is opened differs between backends."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from types import TracebackType
+
+import trio
+
+from .errors import StoreError
+from .session import Session
+
+_log = logging.getLogger("trio_agent.store")
+
+
+class SessionNursery:
+    """Owned by one store for the life of its ``async with``; ``name`` and ``usage`` word the
+    errors (``"JsonlStore"``, ``"async with JsonlStore(root) as store"``)."""
+
+    def __init__(self, name: str, usage: str) -> None:
+        self._name = name
+        self._usage = usage
+        self._nursery: trio.Nursery | None = None
+        self._cm: contextlib.AbstractAsyncContextManager[trio.Nursery] | None = None
+        self._exited = False
+        #: Sessions handed out and not yet closed.
+        self.sessions: set[Session] = set()
+
+    def check_enter(self) -> None:
+        """A store is entered once: its sessions' locks and leases belong to that one block."""
+        if self._cm is not None or self._exited:
+            raise StoreError(f"a {self._name} can be entered only once")
+
+    async def enter(self) -> None:
+        self.check_enter()
+        self._cm = trio.open_nursery()
+        self._nursery = await self._cm.__aenter__()
+
+    async def exit(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        """Close every session (shielded: leaving on a cancel still drains and unlocks), then
+        the nursery. The first close failure is raised unless the body already raised."""
+        assert self._cm is not None
+        first: BaseException | None = None
+        try:
+            with trio.CancelScope(shield=True):
+                for session in list(self.sessions):
+                    try:
+                        await session.aclose()
+                    except Exception as close_exc:
+                        _log.error("session %r: closing failed: %s", session.id, close_exc)
+                        first = first or close_exc
+        finally:
+            self._exited = True
+            self._nursery = None
+            try:
+                await self._cm.__aexit__(exc_type, exc, tb)
+            except BaseExceptionGroup as group:
+                # The nursery wraps the body's exception; hand the caller the original.
+                if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
+                    return False
+                raise
+        if first is not None and exc is None:
+            raise first
+        return False
+
+    def require_open(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise StoreError(f"the store is not open: use `{self._usage}`")
+        return self._nursery
