@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from typing import Final
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
-from hypothesis import HealthCheck, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.stateful import run_state_machine_as_test
 
-from trio_agent.testing.machine import HarnessMachine
+from trio_agent.testing.machine import HarnessMachine, machine_settings
 
 
 def _int(name: str, default: int) -> int:
@@ -64,13 +63,5 @@ def run_machine(
     with _shrinking_bounded_by_work():
         run_state_machine_as_test(
             machine,
-            settings=settings(
-                max_examples=examples,
-                stateful_step_count=steps,
-                deadline=None,
-                database=None,
-                report_multiple_bugs=False,
-                print_blob=False,
-                suppress_health_check=list(HealthCheck),
-            ),
+            settings=machine_settings(examples=examples, steps=steps),
         )

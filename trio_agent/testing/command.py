@@ -67,11 +67,10 @@ def run_harness(
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
-    from hypothesis import HealthCheck, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis.stateful import run_state_machine_as_test
 
-    from .machine import machine_for
+    from .machine import machine_for, machine_settings
     from .pipe import PipeAdapter
 
     argv = list(command)
@@ -81,15 +80,7 @@ def run_harness(
     try:
         run_state_machine_as_test(
             machine,
-            settings=settings(
-                max_examples=examples,
-                stateful_step_count=steps,
-                deadline=None,
-                database=None,
-                report_multiple_bugs=False,
-                print_blob=False,
-                suppress_health_check=list(HealthCheck),
-            ),
+            settings=machine_settings(examples=examples, steps=steps),
         )
     except Exception as exc:  # the failure of the shrunk example, reported below
         failure = exc

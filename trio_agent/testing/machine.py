@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -479,4 +480,19 @@ def machine_for(
             "last_trace": [],
             "last_transcript": deque(maxlen=1),
         },
+    )
+
+
+def machine_settings(*, examples: int, steps: int) -> settings:
+    """The settings of every machine run, the tests' and ``trio-agent harness``'s: a fixed
+    budget of examples and steps, no deadline, no example database (a run is reproduced from
+    its seed alone), the first bug only, no health checks (the data is the plan itself)."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
     )
