@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trio_agent.log import LogChecker, LogViolation, event_from_json
 from trio_agent.log.splice import SpliceKind, classify_splice, splice_kind
@@ -17,6 +20,8 @@ VECTOR_DIR = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 M1 = {"id": "m1", "text": "one", "source": "user"}
 M2 = {"id": "m2", "text": "two", "source": "user"}
 M3 = {"id": "m3", "text": "three", "source": "user"}
+M4 = {"id": "m4", "text": "four", "source": "user"}
+M9 = {"id": "m9", "text": "new", "source": "user"}
 
 
 def test_the_three_kinds() -> None:
@@ -99,3 +104,66 @@ def test_every_vector_splice_removes_what_the_projection_removes(name: str) -> N
             assert list(splice.removed) == before.apply(event.data)
             assert splice.inserted == event.data["inserted"]
             assert (splice.kind is SpliceKind.INSERT) == ("removedCount" not in event.data)
+
+
+#: Where the checker stands when the splice comes: between turns, inside a turn between
+#: steps, inside a step. A claim is legal only in the middle one (rule I19).
+PLACES = ("between turns", "between steps", "in a step")
+
+
+def _checker_at(place: str) -> LogChecker:
+    """A checker with two messages queued on each target, standing at ``place``."""
+    checker = LogChecker()
+    lines: list[tuple[str, dict[str, Any]]] = [
+        ("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [M1, M2]}),
+        ("agent/inbox/spliced", {"target": "next-step", "start": 0, "inserted": [M3, M4]}),
+    ]
+    if place != "between turns":
+        lines.append(("turn/start", {"turn": 1}))
+    if place == "in a step":
+        lines.append(("step/start", {"turn": 1, "step": 1}))
+    for seq, (kind, data) in enumerate(lines):
+        checker.feed(event_from_json({"seq": seq, "time": seq, "type": kind, "data": data}))
+    return checker
+
+
+@st.composite
+def splice_data(draw: st.DrawFn) -> dict[str, Any]:
+    """Well-formed splice data (I0) of every shape: with and without ``removedCount`` and
+    ``outcome``, inserting or not, at the head or not, on either target."""
+    data: dict[str, Any] = {
+        "target": draw(st.sampled_from(("next-turn", "next-step"))),
+        "start": draw(st.integers(0, 2)),
+        "inserted": draw(st.sampled_from(([], [M9]))),
+    }
+    removed = draw(st.sampled_from((None, 1, 2)))
+    if removed is not None:
+        data["removedCount"] = removed
+    if draw(st.booleans()):
+        data["outcome"] = "canceled"
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(splice_data(), st.sampled_from(PLACES))
+def test_the_checker_holds_to_i19_exactly_the_splices_the_classifier_calls_claims(
+    data: dict[str, Any], place: str
+) -> None:
+    """The checker's claim rules (I19, and I17's ban on claims) apply to what
+    :func:`splice_kind` calls a claim and to nothing else, on both of its paths: ``feed``
+    reports I19 only for a claim, and always for a claim outside the one place it may
+    happen; ``feed_fast`` accepts exactly what ``feed`` accepts."""
+    checker = _checker_at(place)
+    obj = {"seq": checker.next_seq, "time": checker.next_seq, "type": "agent/inbox/spliced"}
+    obj["data"] = data
+    rule = None
+    try:
+        checker.feed(event_from_json(copy.deepcopy(obj)))
+    except LogViolation as exc:
+        rule = exc.rule
+    claim = splice_kind(data) is SpliceKind.CLAIM
+    if rule == "I19":
+        assert claim
+    if claim and place != "between steps":
+        assert rule == "I19"
+    assert _checker_at(place).feed_fast(copy.deepcopy(obj)) is (rule is None)

@@ -22,6 +22,7 @@ from .events import STEP_SCOPED, Event, OutputStream
 from .inbox import InboxProjection, SpliceError
 from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
 from .schema import DATA_PREDICATES
+from .splice import SpliceKind, splice_kind
 
 
 class Phase(enum.Enum):
@@ -39,6 +40,7 @@ _INPUT: Final = Phase.INPUT
 _STREAMING: Final = Phase.STREAMING
 _ANSWERED: Final = Phase.ANSWERED
 _INTERRUPTED: Final = Phase.INTERRUPTED
+_CLAIM: Final = SpliceKind.CLAIM
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -333,8 +335,7 @@ class LogChecker:
         if not _SPLICED_OK(data):
             return False
         if (
-            "removedCount" in data
-            and "outcome" not in data  # a claim: I19, I17
+            splice_kind(data) is _CLAIM  # a claim (log/splice.py): I19, I17
             and (
                 self.open_turn is None
                 or self.open_step is not None
@@ -775,7 +776,7 @@ class LogChecker:
 
     def _on_inbox_spliced(self, event: Event) -> Callable[[], None]:
         data: Mapping[str, Any] = event.data
-        if "removedCount" in data and "outcome" not in data:  # a claim
+        if splice_kind(data) is _CLAIM:  # the claim rules (log/splice.py says what a claim is)
             if self.open_turn is None:
                 raise LogViolation(
                     "I19", event.seq, "a claim (removal without outcome) outside a turn"

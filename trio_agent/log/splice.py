@@ -1,8 +1,8 @@
 """What one ``agent/inbox/spliced`` does to the inbox: insert, claim or drop (spec/log.md).
 
 spec/log.md §``agent/inbox/spliced`` defines the three kinds, and this module is the one place
-that reads them off a splice's data (the consumed-work fold, truncation, ``show``, the test
-harness and the reference model ask it):
+that reads them off a splice's data (the checker's claim rules, the consumed-work fold,
+truncation, ``show``, the demo's log pane, the test harness and the reference model ask it):
 
 * a splice without ``removedCount`` is an **insert**: it only queues ``inserted``;
 * a removal without ``outcome`` is a **claim**: the runtime takes the removed messages to run
