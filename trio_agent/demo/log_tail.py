@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from ..log import Event, Header, LogError, decode_event, decode_header
+from ..log import Event, Header, LogError, SpliceKind, decode_event, decode_header, splice_kind
 from ..log.render import describe
 from ..log.rules import REPAIR_ONLY_CODES
 
@@ -76,6 +76,15 @@ class LogTail:
 # -- log items (what the left pane shows) ------------------------------------------------------
 
 
+#: The tone of each kind of splice (log/splice.py): queued work, work taken to run, work
+#: discarded unrun.
+_SPLICE_TONES: Final = {
+    SpliceKind.INSERT: "queue",
+    SpliceKind.CLAIM: "claim",
+    SpliceKind.DROP: "dropped",
+}
+
+
 def tone_of(event: Event) -> str:
     """A colour class for an event: the endings and drops this project is about stand out."""
     d: Any = event.data
@@ -83,9 +92,7 @@ def tone_of(event: Event) -> str:
     if kind == "turn/end":
         return str(d["reason"]["kind"])  # completed, aborted, interrupted, error, ...
     if kind == "agent/inbox/spliced":
-        if "outcome" in d:
-            return "dropped"
-        return "claim" if d.get("removedCount") else "queue"
+        return _SPLICE_TONES[splice_kind(d)]
     if kind == "tool/result":
         code = (d.get("error") or {}).get("code")
         if code in REPAIR_ONLY_CODES:

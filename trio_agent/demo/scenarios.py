@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..log import fold_consumed_work
+from ..log import SpliceKind, fold_consumed_work, splice_kind
 from .engine import TESTS, DemoError, Run, Scenario, Step
 
 FIRST_REQUEST: Final = "Run the test suite."
@@ -91,7 +91,7 @@ async def queue_followup(run: Run) -> None:
         lambda: (
             QUEUED_REQUEST in run.runtime.inbox["next_turn"]
             and any(
-                "outcome" not in e.data and not e.data.get("removedCount") and e.seq > 0
+                splice_kind(e.data) is SpliceKind.INSERT and e.seq > 0
                 for e in run.find("agent/inbox/spliced")
             )
         ),
@@ -115,7 +115,7 @@ async def press_esc(run: Run) -> None:
         raise DemoError(f"process group {pgid} still has members after the abort: {group.members}")
     result = run.find("tool/result")[0]
     kept = [e for e in _outputs(run) if e.seq < result.seq]
-    drop = run.find("agent/inbox/spliced", lambda e: e.data.get("outcome") == "canceled")[0]
+    drop = run.find("agent/inbox/spliced", lambda e: splice_kind(e.data) is SpliceKind.DROP)[0]
     c1 = run.runtime.controllers.get(1)
     run.fact(f"queued follow-up dropped unrun by the clear splice (seq {drop.seq})", "dropped")
     run.fact(
