@@ -1,4 +1,5 @@
-"""The inbox as a projection of ``agent/inbox/spliced`` events (spec/log.md §Inbox, rule I18).
+"""The inbox as a projection of ``agent/inbox/spliced`` events (spec/log.md
+§``agent/inbox/spliced``; rule I18 of spec/invariants.md).
 
 Two ordered queues of messages: ``next-turn`` (one item starts one turn) and ``next-step``
 (all items enter the nearest step). Nothing else stores the inbox: replaying the splices of a

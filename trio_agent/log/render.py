@@ -135,8 +135,8 @@ def _emphasis(event: Event) -> str | None:
 
 
 def _utc(ms: int) -> str:
-    """``createdAt`` as a UTC date; any integer >= 0 is valid (log.md §Header), and one past
-    year 9999 is shown as the number it is instead of breaking ``show``."""
+    """``createdAt`` as a UTC date; any integer >= 0 is valid (spec/log.md §Header), and one
+    past year 9999 is shown as the number it is instead of breaking ``show``."""
     try:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     except (ValueError, OverflowError, OSError):

@@ -1,8 +1,9 @@
 """``truncate_open_turn``: the rejected alternative to repair, kept to show what it costs.
 
-Truncation drops the open tail turn as if it never happened (spec/recovery.md §Truncate). It
-is never a default anywhere in trio_agent; the demo and ``trio-agent truncate`` use it to
-report exactly what completion keeps and truncation would throw away.
+Truncation drops the open tail turn as if it never happened (spec/recovery.md §Truncate: the
+rejected alternative). It is never a default anywhere in trio_agent; the demo and
+``trio-agent truncate`` use it to report exactly what completion keeps and truncation would
+throw away.
 """
 
 from __future__ import annotations
