@@ -379,20 +379,10 @@ class JsonlStore:
             hard_limit=self._hard,
             on_close=on_close,
         )
-        if cold is None:
-            session = Session(session_id, sink=writer, clock=self._clock)
-        else:
-            session = Session(
-                session_id,
-                sink=writer,
-                clock=self._clock,
-                events=cold.events,
-                checker=cold.checker,
-            )
+        session = self._life.seeded(session_id, writer, self._clock, cold)
         _LIVE[key] = session
-        self._life.sessions.add(session)
         try:
-            await nursery.start(writer.run)
+            await self._life.start_writer(nursery, session, writer.run)
         except BaseException:
             on_close()
             os.close(fd)
