@@ -151,8 +151,9 @@ def test_the_checker_holds_to_i19_exactly_the_splices_the_classifier_calls_claim
 ) -> None:
     """The checker's claim rules (I19, and I17's ban on claims) apply to what
     :func:`splice_kind` calls a claim and to nothing else, on both of its paths: ``feed``
-    reports I19 only for a claim, and always for a claim outside the one place it may
-    happen; ``feed_fast`` accepts exactly what ``feed`` accepts."""
+    (which calls :func:`splice_kind`) reports I19 only for a claim, and always for a claim
+    outside the one place it may happen; ``feed_fast`` (which spells the claim test out
+    inline) accepts exactly what ``feed`` accepts."""
     checker = _checker_at(place)
     obj = {"seq": checker.next_seq, "time": checker.next_seq, "type": "agent/inbox/spliced"}
     obj["data"] = data
