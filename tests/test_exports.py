@@ -34,8 +34,9 @@ def layer_table() -> dict[str, set[str] | None]:
 
 
 def layer_of(module: str) -> str:
-    """``trio_agent.store.jsonl`` -> ``store``; a top-level command-line module -> ``cli``;
-    the package itself (or a name imported from it) -> ``package``."""
+    """``trio_agent.store.jsonl`` -> ``store``; a top-level module the table names
+    (``cancel``, ``boundary``) -> itself; a top-level command-line module -> ``cli``; the
+    package itself (or a name imported from it) -> ``package``."""
     parts = module.split(".")
     assert parts[0] == "trio_agent", module
     if len(parts) == 1:
@@ -43,7 +44,7 @@ def layer_of(module: str) -> str:
     head = parts[1]
     if head in CLI_MODULES:
         return "cli"
-    if (PACKAGE / head).is_dir() or head == "cancel":
+    if (PACKAGE / head).is_dir() or head in layer_table():  # a subpackage or a bottom module
         return head
     return "package"  # a name defined by trio_agent/__init__.py, e.g. __version__
 
@@ -171,6 +172,14 @@ def test_the_layer_check_fails_on_a_bad_module(tmp_path: Path, written: bool) ->
     ]
     good = "from ..log import Event\nfrom . import fileops\n"
     assert layer_violations(good, "trio_agent.store.good") == []
+
+
+def test_a_bottom_module_may_import_no_layer() -> None:
+    assert layer_of("trio_agent.boundary") == "boundary"
+    assert layer_violations("from .log import Event\n", "trio_agent.boundary") == [
+        "trio_agent.boundary (boundary) imports trio_agent.log (log)"
+    ]
+    assert layer_violations("from ..boundary import errors\n", "trio_agent.models.x") == []
 
 
 def _imports(path: Path) -> set[str]:

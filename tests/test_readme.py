@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.glossary import GLOSSARY, TERMS
 from support.procenv import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,19 +75,6 @@ def test_quick_start_runs_and_its_log_passes_check(tmp_path: Path) -> None:
     check = run_python(tmp_path, "-m", "trio_agent", "check", "--balanced", str(log))
     assert check.returncode == 0, check.stderr
     assert check.stderr == ""
-
-
-GLOSSARY = ROOT / "docs" / "glossary.md"
-TERMS = (
-    "Splice",
-    "Claim",
-    "next-turn / next-step",
-    "Cold open",
-    "Checkpoint",
-    "Dispatch marker",
-    "Placeholder",
-    "Tick",
-)
 
 
 def links(path: Path) -> list[str]:

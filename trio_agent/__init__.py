@@ -4,6 +4,8 @@ Layers, bottom first:
 
 * :mod:`trio_agent.log` -- the pure core: format v1, ``LogChecker``, repair, truncate, fold;
 * :mod:`trio_agent.cancel` -- the cancel vocabulary: ``CancelCause``, ``ControllerView``;
+* :mod:`trio_agent.boundary` -- strict cattrs converters for the messages that cross a process
+  boundary (provider payloads, the harness protocol, the demo's reports and websocket);
 * :mod:`trio_agent.store` -- durable JSONL sessions, write-behind, cold-only repair;
 * :mod:`trio_agent.models`, :mod:`trio_agent.tools` -- the model and tool protocols, the
   scripted model, in-process tools and process-group subprocess tools;
@@ -19,12 +21,13 @@ any other import. ``package`` is this module (the public names below)::
 
     log          -
     cancel       -
+    boundary     -
     store        log
     tools        log cancel
-    models       log cancel
+    models       log cancel boundary
     runtime      log cancel store tools models
-    testing      log cancel store tools models runtime
-    demo         log cancel store tools models runtime
+    testing      log cancel boundary store tools models runtime
+    demo         log cancel boundary store tools models runtime
     package      log cancel store tools models runtime
     cli          * (the command line may import any layer and the package)
 

@@ -17,7 +17,6 @@ import fcntl
 import functools
 import io
 import os
-import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from .log import (
     scan_lines,
 )
 from .log.render import render_timeline
+from .store.fileops import file_kind
 from .testing import command as harness_command
 
 if TYPE_CHECKING:
@@ -79,23 +79,6 @@ class CliError(Exception):
         self.seq = seq
         #: The problem without its ``FILE:LINE:`` place (``None``: the whole message).
         self.what = what
-
-
-def file_kind(mode: int) -> str | None:
-    """What a file that is not a regular file is, in words (``None`` for a regular file)."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "is a directory"
-    if stat.S_ISFIFO(mode):
-        return "is a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "is a character device"
-    if stat.S_ISBLK(mode):
-        return "is a block device"
-    if stat.S_ISSOCK(mode):
-        return "is a socket"
-    return "is a special file"
 
 
 def open_regular(path: str, flags: int = os.O_RDONLY) -> int:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import trio
 
-from .cli import REFUSED, UNREADABLE, CliError, file_kind, plural, store_where
+from .cli import REFUSED, UNREADABLE, CliError, plural, store_where
 from .cli_repair import session_errors
 from .dsn import is_dsn, redact
 from .log.events import Event
@@ -50,6 +50,7 @@ from .store import (
     WriteFailed,
     repair_file,
 )
+from .store.fileops import file_kind
 from .tools.procgroup import reap_orphans
 from .tools.subprocess_tool import BashTool
 
@@ -137,7 +138,7 @@ def _refuse_special(path: Path) -> None:
         return
     except OSError as exc:
         raise CliError(f"{path}: cannot use: {exc.strerror or exc}", UNREADABLE) from None
-    kind = "is a symbolic link" if stat.S_ISLNK(mode) else file_kind(mode)
+    kind = file_kind(mode)
     if kind is not None:
         raise CliError(
             f"{path}: {kind}, not a session log (a session's log is a regular file)", UNREADABLE

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from demo_helpers import REPO
+from support.glossary import GLOSSARY, TERMS
 
 from trio_agent.demo.server import page
 
@@ -23,21 +24,11 @@ def generator() -> ModuleType:
 
 def test_the_page_glossary_is_docs_glossary() -> None:
     gen = generator()
-    markdown = (REPO / "docs" / "glossary.md").read_text(encoding="utf-8")
+    markdown = GLOSSARY.read_text(encoding="utf-8")
     served = page().decode()
     assert gen.current(served) == gen.block(markdown), "run scripts/demo-glossary.py"
     terms = [term for term, _ in gen.entries(markdown)]
-    for word in (
-        "Splice",
-        "Claim",
-        "next-turn / next-step",
-        "Cold open",
-        "Checkpoint",
-        "Dispatch marker",
-        "Placeholder",
-        "Tick",
-        "DSH",
-    ):
+    for word in TERMS:
         assert word in terms
     assert 'id="glossary-open"' in served  # the page's link to it
 

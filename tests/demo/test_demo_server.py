@@ -162,7 +162,7 @@ async def test_bad_messages_get_error_frames_and_the_connection_goes_on(
             ({"type": "select"}, "scenario"),
             ({"type": "ping", "extra": 1}, "extra"),
             ({"type": "frobnicate"}, "unknown message type"),
-            ({"type": "select", "scenario": "nope"}, "must be one of esc, kill, truncate"),
+            ({"type": "select", "scenario": "nope"}, "must be one of 'esc', 'kill', 'truncate'"),
             ({"type": "play"}, "select a scenario first"),
             ({"type": "step"}, "select a scenario first"),
             ({"type": "reset"}, "select a scenario first"),

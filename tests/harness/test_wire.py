@@ -157,6 +157,7 @@ BAD_ENTRIES: list[tuple[dict[str, Any], str]] = [
     ({**ENDED, "turn": "1"}, "$.turn"),
     ({**ENDED, "cause": "esc"}, "$.cause"),
     ({"k": "rt", "type": "dropped", "target": "next-turn", "ids": ["m"]}, "$.cause"),
+    ({"k": "rt", "type": "dropped", "target": "next-turn", "ids": "m", "cause": "user"}, "$.ids"),
     ({"k": "act", "op": "cancel", "phase": "end", "hit": 1, "turn": None}, "$.hit"),
     ({"k": "act", "op": "cancel", "phase": "end", "hit": True}, "$.turn"),
     ({"k": "act", "op": "flush", "phase": "end", "ok": True, "eror": "typo"}, "eror"),

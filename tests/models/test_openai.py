@@ -162,6 +162,7 @@ ERRORS = [
     (Play(events=("{not json",)), "BAD_STREAM", "not JSON"),
     (Play(events=({"choices": [{"index": 0, "delta": {"content": 5}}]},)), "BAD_STREAM",
      "content"),
+    (Play(events=({"choices": "abc"},)), "BAD_STREAM", "expected an array, got str 'abc'"),
     (Play(events=tool_call_events("echo", '["a list"]')), "BAD_STREAM", "not a JSON object"),
     (Play(events=(_delta("half"),), then="drop"), "CONNECTION", ""),
     (Play(events=(_delta("half"),)), "CONNECTION", "closed before the answer finished"),

@@ -100,7 +100,7 @@ async def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     # Nobody ever opens the other end: an open or read that blocked would hang here.
     async with JsonlStore(tmp_path, reap_orphans=None) as store:
-        with pytest.raises(NotALogFile, match="is a FIFO"):
+        with pytest.raises(NotALogFile, match=r"is a FIFO \(named pipe\), not a session log"):
             await store.open("s")
     with pytest.raises(NotALogFile, match="is a FIFO"):
         await repair_file(fifo, reap_orphans=None)

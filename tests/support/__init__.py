@@ -4,4 +4,5 @@
 - :mod:`support.proc`: ``/proc`` probes, among them the scan for processes carrying a test's tag.
 - :mod:`support.polling`: waiting for a condition (a hang guard bounds a bug, never a verdict).
 - :mod:`support.lines`: reading a child's output a line at a time, hang-guarded.
+- :mod:`support.glossary`: the terms docs/glossary.md must define.
 """

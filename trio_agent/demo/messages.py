@@ -12,12 +12,13 @@ with its ``type`` tag (:func:`encode`).
 
 from __future__ import annotations
 
-import math
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 import attrs
 import cattrs
 import orjson
+
+from ..boundary import first_error, strict_converter
 
 #: The scenario names a ``select`` may carry (the keys of :data:`.scenarios.SCENARIOS`).
 ScenarioName = Literal["esc", "kill", "truncate"]
@@ -133,55 +134,8 @@ _SERVER_TAGS: Final[dict[type[Any], str]] = {
 
 # -- the converter ---------------------------------------------------------------------------
 
-
-def _structure_float(value: Any, _: Any) -> float:
-    # cattrs' default would accept True and "1.5"; a dwell is a finite number, nothing else.
-    if type(value) not in (int, float) or not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return float(value)
-
-
-def _structure_str(value: Any, _: Any) -> str:
-    # cattrs' default calls str() on anything ([] would become "[]").
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    return value
-
-
-def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(float, _structure_float)
-    conv.register_structure_hook(str, _structure_str)
-    return conv
-
-
-converter: Final = _make_converter()
-
-
-def _describe(exc: BaseException, _type: Any = None) -> str:
-    if isinstance(exc, KeyError):
-        return "is missing"
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"unknown field(s): {', '.join(sorted(map(str, exc.extra_fields)))}"
-    if "not in literal" in str(exc):
-        return "must be one of " + ", ".join(get_args(ScenarioName))
-    return str(exc) or type(exc).__name__
-
-
-def _first_error(exc: cattrs.BaseValidationError) -> tuple[str | None, str]:
-    """The first leaf error of a cattrs validation error: ``(field or None, what is wrong)``."""
-    if not isinstance(exc, cattrs.ClassValidationError):
-        return None, _describe(exc)
-    with_notes, without = exc.group_exceptions()
-    for sub, note in with_notes:
-        name = getattr(note, "name", None)
-        if isinstance(sub, cattrs.BaseValidationError):
-            inner, what = _first_error(sub)
-            return (f"{name}.{inner}" if inner else str(name)), what
-        return str(name), _describe(sub)
-    for sub in without:
-        return None, _describe(sub)
-    return None, str(exc)
+#: Strict (no value is coerced: ``True`` is not a dwell, ``[]`` not a scenario), a dwell finite.
+converter: Final = strict_converter(finite_floats=True)
 
 
 def parse(text: str | bytes) -> ClientMessage:
@@ -207,7 +161,7 @@ def parse(text: str | bytes) -> ClientMessage:
     try:
         message: ClientMessage = converter.structure(fields, cls)
     except cattrs.BaseValidationError as exc:
-        field, what = _first_error(exc)
+        field, what = first_error(exc)
         if field is None and len(extra := sorted(set(fields) - set(attrs.fields_dict(cls)))):
             field = extra[0]
         where = f"{kind}.{field}" if field else kind

@@ -8,20 +8,21 @@ that class. A line that is not a report is refused by :func:`parse` with a
 (``bad report controller: $.turn: expected an integer, got str '1'``), not a ``KeyError``
 deep inside the runtime view.
 
-Unknown keys are refused (``forbid_extra_keys``) and no value is coerced (``"1"`` is not an
-integer, ``0`` is not a boolean): the two ends are one program, so any difference is a bug
-to report, not to paper over. Reports describe runtime state only; what is durable is read
-from the session file itself.
+Unknown keys are refused and no value is coerced (``"1"`` is not an integer, ``0`` is not a
+boolean; :func:`trio_agent.boundary.strict_converter`): the two ends are one program, so any
+difference is a bug to report, not to paper over. Reports describe runtime state only; what
+is durable is read from the session file itself.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, get_args, get_origin
+from typing import Any, Final, Literal
 
 import attrs
 import cattrs
 import orjson
-from cattrs.cols import is_sequence, list_structure_factory
+
+from ..boundary import errors, strict_converter
 
 __all__ = [
     "REPORTS",
@@ -211,39 +212,7 @@ _TAGS: Final[dict[type[Any], str]] = {cls: tag for tag, cls in REPORTS.items()}
 
 # -- the converter ---------------------------------------------------------------------------
 
-
-def _strict(kind: type, name: str) -> Any:
-    # cattrs' default hooks convert ("1" -> 1, 0 -> False, [] -> "[]"); a report check must not.
-    def hook(value: Any, _: Any) -> Any:
-        if type(value) is not kind:
-            raise TypeError(f"expected {name}, got {type(value).__name__} {value!r:.40}")
-        return value
-
-    return hook
-
-
-def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(int, _strict(int, "an integer"))
-    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
-    conv.register_structure_hook(str, _strict(str, "a string"))
-
-    def lists(type_: Any, c: cattrs.Converter) -> Any:
-        # The default takes any iterable: "abc" would become ["a", "b", "c"].
-        inner = list_structure_factory(type_, c)
-
-        def hook(value: Any, t: Any) -> Any:
-            if type(value) is not list:
-                raise TypeError(f"expected an array, got {type(value).__name__} {value!r:.40}")
-            return inner(value, t)
-
-        return hook
-
-    conv.register_structure_hook_factory(is_sequence, lists)
-    return conv
-
-
-converter: Final = _make_converter()
+converter: Final = strict_converter()
 
 
 def encode(report: Report) -> bytes:
@@ -274,20 +243,6 @@ def parse(line: bytes) -> Report:
     return report
 
 
-def _why(exc: BaseException, type_: Any) -> str:
-    if isinstance(exc, KeyError):
-        return "is missing"
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        return f"unknown field(s): {', '.join(sorted(map(str, exc.extra_fields)))}"
-    if get_origin(type_) is Literal:
-        return "must be one of " + ", ".join(map(repr, get_args(type_)))
-    return str(exc) or type(exc).__name__
-
-
 def _detail(exc: cattrs.BaseValidationError) -> str:
     """Every leaf error as ``$.path: why`` (``$.closers[0].text: is missing``)."""
-    found = []
-    for line in cattrs.transform_error(exc, path="$", format_exception=_why):
-        why, _, where = line.rpartition(" @ ")
-        found.append(f"{where}: {why}")
-    return "; ".join(found)
+    return "; ".join(f"{path}: {why}" for path, why in errors(exc))

@@ -16,6 +16,7 @@ import attrs
 import cattrs
 import orjson
 
+from ..boundary import errors, strict_converter
 from .base import ModelError, ModelRequest
 
 __all__ = ["FINISH_REASONS", "StreamAssembler", "request_body"]
@@ -130,20 +131,8 @@ class StreamEvent:
     error: ProviderError | None = None
 
 
-_CONVERTER: Final = cattrs.Converter(forbid_extra_keys=False)
-
-
-def _strict(kind: type) -> Any:
-    def hook(value: Any, _: Any) -> Any:
-        if type(value) is not kind:
-            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
-        return value
-
-    return hook
-
-
-for _kind in (str, int):
-    _CONVERTER.register_structure_hook(_kind, _strict(_kind))
+#: Strict like every boundary (no value is coerced), but a provider's own keys are ignored.
+_CONVERTER: Final = strict_converter(forbid_extra_keys=False)
 _CONVERTER.register_structure_hook(
     str | int | None, lambda v, _: v if v is None or type(v) in (str, int) else str(v)
 )
@@ -187,7 +176,7 @@ class StreamAssembler:
         try:
             event = _CONVERTER.structure(raw, StreamEvent)
         except cattrs.BaseValidationError as exc:
-            detail = "; ".join(cattrs.transform_error(exc, path="event"))
+            detail = "; ".join(f"{why} @ {path}" for path, why in errors(exc, "event"))
             raise ModelError("BAD_STREAM", f"a malformed event: {detail}") from None
         if event.error is not None:
             code = f" ({event.error.code})" if event.error.code is not None else ""
@@ -257,4 +246,3 @@ class StreamAssembler:
         if reason == "stop" and out:
             reason = "tool-calls"  # some servers say stop after calls
         return [*out, {"type": "finish", "reason": reason}]
-

@@ -34,7 +34,7 @@ from .errors import (
     SessionLocked,
     SessionNotFound,
 )
-from .fileops import FileOps, write_all
+from .fileops import FileOps, file_kind, write_all
 from .ids import escape_id
 from .lifecycle import SessionNursery
 from .recovery import (
@@ -74,13 +74,9 @@ _OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "is a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "is a directory, not a session log"
-    if stat.S_ISFIFO(mode):
-        return "is a FIFO, not a session log"
-    return "is not a regular file"
+    # A link is refused as a link; anything else is named and said not to be a log.
+    what = file_kind(mode) or "is a regular file"
+    return what if stat.S_ISLNK(mode) else f"{what}, not a session log"
 
 
 def _open_log(path: Path, name: str, flags: int = _OPEN_RW) -> int:
@@ -383,20 +379,10 @@ class JsonlStore:
             hard_limit=self._hard,
             on_close=on_close,
         )
-        if cold is None:
-            session = Session(session_id, sink=writer, clock=self._clock)
-        else:
-            session = Session(
-                session_id,
-                sink=writer,
-                clock=self._clock,
-                events=cold.events,
-                checker=cold.checker,
-            )
+        session = self._life.seeded(session_id, writer, self._clock, cold)
         _LIVE[key] = session
-        self._life.sessions.add(session)
         try:
-            await nursery.start(writer.run)
+            await self._life.start_writer(nursery, session, writer.run)
         except BaseException:
             on_close()
             os.close(fd)

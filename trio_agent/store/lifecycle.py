@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .errors import StoreError
-from .session import Session
+from .session import Clock, Session, Sink
+
+if TYPE_CHECKING:
+    from .recovery import ColdOpen
 
 _log = logging.getLogger("trio_agent.store")
 
@@ -75,3 +80,21 @@ class SessionNursery:
         if self._nursery is None:
             raise StoreError(f"the store is not open: use `{self._usage}`")
         return self._nursery
+
+    def seeded(self, session_id: str, sink: Sink, clock: Clock, cold: ColdOpen | None) -> Session:
+        """The live session over ``sink``: empty for a new log, else seeded with what the cold
+        open read and the checker it already fed (the log is never checked twice)."""
+        if cold is None:
+            return Session(session_id, sink=sink, clock=clock)
+        return Session(session_id, sink=sink, clock=clock, events=cold.events, checker=cold.checker)
+
+    async def start_writer(
+        self,
+        nursery: trio.Nursery,
+        session: Session,
+        run: Callable[..., Awaitable[Any]],
+    ) -> None:
+        """Count ``session`` as handed out and start its writer task (``run``, a
+        ``nursery.start`` target); the caller undoes its own registration if this raises."""
+        self.sessions.add(session)
+        await nursery.start(run)

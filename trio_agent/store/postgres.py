@@ -627,20 +627,10 @@ class PostgresStore:
             hard_limit=self._hard,
             on_close=on_close,
         )
-        if cold is None:
-            session = Session(session_id, sink=writer, clock=self._clock)
-        else:
-            session = Session(
-                session_id,
-                sink=writer,
-                clock=self._clock,
-                events=cold.events,
-                checker=cold.checker,
-            )
+        session = self._life.seeded(session_id, writer, self._clock, cold)
         _LIVE[key] = session
-        self._life.sessions.add(session)
         try:
-            await nursery.start(writer.run)
+            await self._life.start_writer(nursery, session, writer.run)
         except BaseException:
             on_close()
             conn.close_now()

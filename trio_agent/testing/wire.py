@@ -4,12 +4,14 @@ A driven implementation is another program, often in another language, so every 
 writes is checked here before the machine reads it: :func:`check_journal` for a journal
 entry, :func:`check_reply` for a reply to a given request. A malformed message becomes one
 :class:`~trio_agent.testing.protocol.AdapterError` that names the message and the field
-(``journal entry rt/turn-ended: $.reason: ...``) instead of a ``KeyError`` deep inside the
+(``journal entry rt/turn-ended: ... @ $.reason``) instead of a ``KeyError`` deep inside the
 reference model. The same shapes are published as JSON Schema in ``spec/schema/harness/``
 for ports; ``tests/harness/test_wire.py`` keeps the two in agreement on real traffic.
 
-Unknown keys are refused everywhere (``forbid_extra_keys``): a port's typo in an optional key
-must not pass silently. The machine itself keeps working on the plain dicts once checked.
+Unknown keys are refused everywhere and no value is coerced
+(:func:`trio_agent.boundary.strict_converter`): a port's typo in an optional key, or a string
+where the schema says an array, must not pass silently. The machine itself keeps working on
+the plain dicts once checked.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
+from ..boundary import errors, strict_converter
 from .protocol import POINTS, AdapterError
 
 __all__ = ["check_journal", "check_reply", "check_request", "json_schemas"]
@@ -357,28 +360,8 @@ _ACT: Final[dict[tuple[str, str], type]] = {
 }
 
 
-def _strict(kind: type, name: str) -> Any:
-    # cattrs' default hooks convert ("1" -> 1, 0 -> False); a wire check must not.
-    def hook(value: Any, _: Any) -> Any:
-        if type(value) is not kind:
-            raise TypeError(f"expected {name}, got {type(value).__name__} {value!r:.40}")
-        return value
-
-    return hook
-
-
 def _converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(int, _strict(int, "an integer"))
-    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
-    conv.register_structure_hook(str, _strict(str, "a string"))
-
-    def number(value: Any, _: Any) -> float:
-        if type(value) not in (int, float):
-            raise TypeError(f"expected a number, got {type(value).__name__} {value!r:.40}")
-        return float(value)
-
-    conv.register_structure_hook(float, number)
+    conv = strict_converter()
     conv.register_structure_hook(
         Inbox,
         make_dict_structure_fn(
@@ -411,7 +394,7 @@ def _structure(value: Any, cls: type, what: str) -> None:
         _CONVERTER.structure(value, cls)
     except Exception as exc:  # cattrs raises groups of per-field errors
         if isinstance(exc, cattrs.BaseValidationError):
-            detail = "; ".join(cattrs.transform_error(exc, path="$"))
+            detail = "; ".join(f"{why} @ {path}" for path, why in errors(exc))
         else:
             detail = str(exc)
         raise AdapterError(f"protocol: {what}: {detail}") from None
