@@ -17,8 +17,9 @@ import argparse
 import random
 import shlex
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
+from .program_command import ProgramCommand, UsageError
 from .protocol import POINTS
 
 __all__ = ["add_parser", "coverage_table", "main", "run_harness"]
@@ -112,13 +113,7 @@ def run_harness(
     return False
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
-    p = sub.add_parser(
-        "harness",
-        help="drive a runtime speaking spec/harness.md with the state machine",
-        description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
-    )
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=int, default=100, metavar="N", help="default 100")
     p.add_argument("--steps", type=int, default=25, metavar="K", help="rules per example")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="default: random")
@@ -130,22 +125,11 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="safety net: a request without a reply for this long is a hang (default 600)",
     )
-    p.add_argument(
-        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the program to test, after --"
-    )
-    p.set_defaults(run=main)
 
 
-def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    command = list(args.cmd)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command:
-        print("harness: give the runtime's command after --, e.g. harness -- ./my-port", file=err)
-        return 2
+def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     if args.examples < 1 or args.steps < 1 or args.timeout <= 0:
-        print("harness: --examples and --steps must be >= 1, --timeout > 0", file=err)
-        return 2
+        raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(
         command,
@@ -157,3 +141,23 @@ def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out=out,
     )
     return 0 if ok else 1
+
+
+COMMAND: Final = ProgramCommand(
+    name="harness",
+    program="the runtime's",
+    help="drive a runtime speaking spec/harness.md with the state machine",
+    description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
+    options=_options,
+    body=_run,
+)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
+    COMMAND.add_parser(sub)
+
+
+def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``trio-agent harness [--examples N] [--steps K] [--seed S] ... -- CMD...``."""
+    return COMMAND.main(args, out, err)
