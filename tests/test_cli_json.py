@@ -295,3 +295,30 @@ def test_show_streams_whatever_the_log_size(tmp_path: Path) -> None:
         peak_small, peak_large = _peak(small, *argv), _peak(large, *argv)
         # 100x the events, the same peak give or take allocator noise: nothing kept per line.
         assert peak_large - peak_small < 256 * 1024, (argv, peak_small, peak_large)
+
+
+# The file commands' cost on a small log is mostly start-up: they import the pure core and
+# nothing that runs a trio loop (the store, the runtime, trio itself are never needed).
+_LOADED = """
+import sys
+from trio_agent.cli import main
+code = main(sys.argv[1:])
+print(sorted({m.split(".")[0] for m in sys.modules} & {"trio", "hypothesis", "psycopg", "httpx"}))
+print(sorted(m for m in sys.modules if m.startswith(("trio_agent.store", "trio_agent.runtime"))))
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "show", "repair", "fold", "truncate"])
+def test_the_file_commands_import_neither_trio_nor_the_store(tmp_path: Path, command: str) -> None:
+    path, _ = good_log(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOADED, command, path],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=HANG_GUARD,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["[]", "[]"], proc.stdout

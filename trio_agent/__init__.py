@@ -6,6 +6,8 @@ Layers, bottom first:
 * :mod:`trio_agent.cancel` -- the cancel vocabulary: ``CancelCause``, ``ControllerView``;
 * :mod:`trio_agent.boundary` -- strict cattrs converters for the messages that cross a process
   boundary (provider payloads, the harness protocol, the demo's reports and websocket);
+* :mod:`trio_agent.filekind` -- a path that is not a regular file, in words (one wording for
+  the store's and the command line's refusals);
 * :mod:`trio_agent.store` -- durable JSONL sessions, write-behind, cold-only repair;
 * :mod:`trio_agent.models`, :mod:`trio_agent.tools` -- the model and tool protocols, the
   scripted model, in-process tools and process-group subprocess tools;
@@ -22,7 +24,8 @@ any other import. ``package`` is this module (the public names below)::
     log          -
     cancel       -
     boundary     -
-    store        log
+    filekind     -
+    store        log filekind
     tools        log cancel
     models       log cancel boundary
     runtime      log cancel store tools models

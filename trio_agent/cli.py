@@ -29,6 +29,7 @@ import orjson
 from . import clijson, conform
 from .clijson import CheckResult, ShowEvent, ShowHeader, ShowTornTail, ShowViolation, TornTailJson
 from .dsn import is_dsn, redact
+from .filekind import file_kind
 from .log import (
     FOLD_TYPES,
     ConsumedFold,
@@ -48,7 +49,6 @@ from .log import (
     scan_lines,
 )
 from .log.render import render_timeline
-from .store.fileops import file_kind
 from .testing import command as harness_command
 
 if TYPE_CHECKING:

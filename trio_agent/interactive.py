@@ -28,6 +28,7 @@ import trio
 from .cli import REFUSED, UNREADABLE, CliError, plural, store_where
 from .cli_repair import session_errors
 from .dsn import is_dsn, redact
+from .filekind import file_kind
 from .log.events import Event
 from .log.render import describe
 from .log.repair import STOPPED_DURING_RECOVERY_TEXT
@@ -50,7 +51,6 @@ from .store import (
     WriteFailed,
     repair_file,
 )
-from .store.fileops import file_kind
 from .tools.procgroup import reap_orphans
 from .tools.subprocess_tool import BashTool
 

@@ -23,6 +23,7 @@ from typing import Final
 
 import trio
 
+from ..filekind import file_kind
 from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
@@ -34,7 +35,7 @@ from .errors import (
     SessionLocked,
     SessionNotFound,
 )
-from .fileops import FileOps, file_kind, write_all
+from .fileops import FileOps, write_all
 from .ids import escape_id
 from .lifecycle import SessionNursery
 from .recovery import (
