@@ -6,9 +6,10 @@ per-point coverage table. On a failure it prints what was wrong, the shrunk rule
 of the wire traffic of the shrunk run (requests, journal entries, replies) and the command
 that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 for a usage error.
 
-Hypothesis runs with ``deadline=None``, no example database and its default shrinking: no
-verdict depends on the machine's speed. The pipe's "no reply" timeout is only a safety net
-that turns a hang into an error saying what probably happened.
+Hypothesis runs the machine as the tests do (``machine.run_machine``: ``deadline=None``, no
+example database, no wall-clock limit on shrinking): no verdict and no shrunk example depends
+on the machine's speed. The pipe's "no reply" timeout is only a safety net that turns a hang
+into an error saying what probably happened.
 """
 
 from __future__ import annotations
@@ -68,21 +69,14 @@ def run_harness(
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from .machine import machine_for, machine_settings
+    from .machine import machine_for, run_machine
     from .pipe import PipeAdapter
 
     argv = list(command)
     machine = machine_for(lambda: PipeAdapter(argv, timeout=timeout), profile=profile)
-    hypothesis_seed(seed)(machine)
     failure: BaseException | None = None
     try:
-        run_state_machine_as_test(
-            machine,
-            settings=machine_settings(examples=examples, steps=steps),
-        )
+        run_machine(machine, examples=examples, steps=steps, seed=seed)
     except Exception as exc:  # the failure of the shrunk example, reported below
         failure = exc
     print(f"trio-agent harness: {' '.join(shlex.quote(c) for c in argv)}", file=out)
