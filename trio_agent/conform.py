@@ -26,6 +26,8 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from .testing.program_command import ProgramCommand, UsageError
+
 __all__ = ["CaseResult", "add_parser", "default_vectors", "main", "run_case"]
 
 #: A safety net against a port that hangs, never a verdict on speed.
@@ -338,13 +340,7 @@ def conform(
     return not failed
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``conform`` on the CLI's subparsers (called from cli.py)."""
-    p = sub.add_parser(
-        "conform",
-        help="run every spec vector against a CLI implementing spec/cli.md",
-        description="Run spec/vectors against CMD (spec/cli.md). Exit 0 when all pass.",
-    )
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", action="append", default=[], metavar="GLOB", help="case ids to run")
     p.add_argument("--vectors", default=None, metavar="DIR", help="default: spec/vectors")
     p.add_argument(
@@ -354,28 +350,35 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="run N vectors at once",
     )
-    p.add_argument(
-        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the program to test, after --"
-    )
-    p.set_defaults(run=main)
+
+
+def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
+    root = Path(args.vectors) if args.vectors else default_vectors()
+    if not root.is_dir():
+        raise UsageError(f"{root}: no vectors directory (use --vectors DIR)")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    vectors = load_vectors(root, args.only)
+    if not vectors:
+        raise UsageError(f"no vector matches {' '.join(args.only)}")
+    return 0 if conform(command, vectors, out, jobs=args.jobs) else 1
+
+
+COMMAND: Final = ProgramCommand(
+    name="conform",
+    program="the port's",
+    help="run every spec vector against a CLI implementing spec/cli.md",
+    description="Run spec/vectors against CMD (spec/cli.md). Exit 0 when all pass.",
+    options=_options,
+    body=_run,
+)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``conform`` on the CLI's subparsers (called from cli.py)."""
+    COMMAND.add_parser(sub)
 
 
 def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    command = list(args.cmd)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command:
-        print("conform: give the port's command after --, e.g. conform -- ./my-port", file=err)
-        return 2
-    root = Path(args.vectors) if args.vectors else default_vectors()
-    if not root.is_dir():
-        print(f"conform: {root}: no vectors directory (use --vectors DIR)", file=err)
-        return 2
-    if args.jobs < 1:
-        print("conform: --jobs must be at least 1", file=err)
-        return 2
-    vectors = load_vectors(root, args.only)
-    if not vectors:
-        print(f"conform: no vector matches {' '.join(args.only)}", file=err)
-        return 2
-    return 0 if conform(command, vectors, out, jobs=args.jobs) else 1
+    """``trio-agent conform [--only GLOB] [--vectors DIR] [--jobs N] -- CMD...``."""
+    return COMMAND.main(args, out, err)

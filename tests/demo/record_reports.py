@@ -42,7 +42,7 @@ async def record(name: str) -> dict[str, Any]:
                         raise SystemExit(f"scenario {name}: {driver.error}")
                 nursery.cancel_scope.cancel()
         # After teardown: the worker's last reports (bye) and its exit are in.
-        return {"scenario": name, "inputs": run.inputs, "view": run.runtime.to_json()}
+        return {"scenario": name, "inputs": run.recorded.inputs, "view": run.runtime.to_json()}
 
 
 def dump(recorded: dict[str, Any]) -> str:

@@ -19,8 +19,11 @@ import attrs
 import orjson
 import pytest
 
+import trio_agent.demo.contrast as contrast_module
+import trio_agent.demo.playback as playback_module
 import trio_agent.demo.reports as reports_module
 import trio_agent.demo.runtime_view as view_module
+import trio_agent.demo.snapshot as snapshot_module
 from trio_agent.demo.engine import DemoError, open_run
 from trio_agent.demo.reports import REPORTS, BadReport, ControllerSeen, encode, parse
 from trio_agent.demo.runtime_view import RuntimeView, Worker
@@ -241,8 +244,9 @@ async def test_a_malformed_report_fails_the_run_in_one_line() -> None:
 
 
 def test_the_view_and_the_reports_are_pure() -> None:
-    """No trio and no I/O in the reducer or the report classes (the engine does both)."""
-    for module in (view_module, reports_module):
+    """No trio and no I/O in the reducer, the report classes, the snapshot, the contrast and
+    the playback (the engine does both)."""
+    for module in (view_module, reports_module, snapshot_module, contrast_module, playback_module):
         assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         imported = set()

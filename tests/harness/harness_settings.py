@@ -9,18 +9,12 @@ spec/harness.md §Running).
 
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import random
-from collections.abc import Iterator
 from typing import Final
 
-import hypothesis.internal.conjecture.engine as hypothesis_engine
-from hypothesis import seed as hypothesis_seed
-from hypothesis.stateful import run_state_machine_as_test
-
-from trio_agent.testing.machine import HarnessMachine, machine_settings
+from trio_agent.testing.machine import HarnessMachine
+from trio_agent.testing.machine import run_machine as machine_run
 
 
 def _int(name: str, default: int) -> int:
@@ -38,30 +32,10 @@ FUZZ_EXAMPLES: Final = _int("TRIO_AGENT_FUZZ_EXAMPLES", 0)
 PLANTED_SEED: Final = _int("TRIO_AGENT_HARNESS_SEED", 20261202)
 
 
-@contextlib.contextmanager
-def _shrinking_bounded_by_work() -> Iterator[None]:
-    """Lift Hypothesis's wall-clock shrink limit (``MAX_SHRINKING_SECONDS``, default 300 s)
-    for the block: on a slow or loaded machine it stops the shrinker early and leaves
-    redundant rules. Without it every shrink phase runs to its end, which Hypothesis bounds
-    by work (its cap on successful shrinks). If an upgrade renames the limit this raises
-    instead of silently shrinking under a clock again."""
-    previous = hypothesis_engine.MAX_SHRINKING_SECONDS  # AttributeError if renamed
-    hypothesis_engine.MAX_SHRINKING_SECONDS = math.inf  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        hypothesis_engine.MAX_SHRINKING_SECONDS = previous
-
-
 def run_machine(
     machine: type[HarnessMachine], *, examples: int, steps: int, seed: int = SEED
 ) -> None:
-    """Run ``machine`` under Hypothesis with a fixed budget and seed (no example database:
-    every run is reproducible from the seed alone), no deadline and no wall-clock limit on
-    shrinking: every bound is on work, none on time."""
-    hypothesis_seed(seed)(machine)
-    with _shrinking_bounded_by_work():
-        run_state_machine_as_test(
-            machine,
-            settings=machine_settings(examples=examples, steps=steps),
-        )
+    """:func:`trio_agent.testing.machine.run_machine` (a fixed budget, no example database,
+    no deadline, no wall-clock limit on shrinking: every bound is on work, none on time),
+    seeded with the session's seed unless told otherwise."""
+    machine_run(machine, examples=examples, steps=steps, seed=seed)

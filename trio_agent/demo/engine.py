@@ -2,16 +2,22 @@
 
 One :class:`Run` is one scenario run: its own temporary directory holding a JSONL session
 store and a work directory, the worker processes that run the real agent on that session, and
-two views. The run composes four parts, one module each:
+two views. The run drives pure pieces and I/O shells, one module each:
 
 * :mod:`~trio_agent.demo.log_tail`: the **log**, read back from the session file itself,
   complete lines only, so the left pane shows exactly what is durable;
 * :mod:`~trio_agent.demo.worker_process`: the **worker process** (``python -m
   trio_agent.demo.worker``) and the ``/proc`` probes for the tool's process group (alive or
-  gone, even after the worker that started it was killed);
+  gone, even after the worker that started it was killed), which teardown uses to stop
+  whatever the run left behind;
 * :mod:`~trio_agent.demo.runtime_view`: the **runtime** (the right pane), a pure reducer over
   what the worker reports on stdout (:mod:`~trio_agent.demo.reports`: agent status,
-  controllers and their causes, inbox, turn outcomes);
+  controllers and their causes, inbox, turn outcomes), kept with every input it was given;
+* :mod:`~trio_agent.demo.snapshot` (pure): what the steps measured and marked (the
+  :class:`~trio_agent.demo.snapshot.Findings`) and the snapshot built from all of the above;
+  :mod:`~trio_agent.demo.contrast` (pure): the truncate scenario's read-only contrast;
+* :mod:`~trio_agent.demo.playback` (pure): a scenario's steps and where playing them stands;
+* :mod:`~trio_agent.demo.workdir`: the work directory and the stand-in test suite in it;
 * this module: the run itself (the tail polled, the worker's reports folded into the view,
   bounded waits for what a step causes) and the :class:`Driver` that plays a scenario's steps
   on it: ``step`` runs one action, ``play`` runs the rest with a pause (``dwell``) between
@@ -26,33 +32,26 @@ is stopped, so a run leaves no process behind however it ends.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import shutil
-import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
-import orjson
 import trio
 
-from ..log import (
-    Event,
-    Header,
-    fold_consumed_work,
-    repair_closers,
-    scan_log,
-    truncate_open_turn,
-)
+from ..log import Event
 from ..store import LOG_NAME, escape_id
-from ..tools.procgroup import reap_orphan_group
-from .log_tail import LogTail, ShrunkError, log_item, log_items, open_turn
-from .reports import BadReport, parse
-from .runtime_view import RuntimeView, Worker
-from .worker_process import Group, WorkerProcess, processes_under
+from .contrast import ClosersDisagree, truncation_contrast
+from .log_tail import LogTail, ShrunkError
+from .playback import Playback, Scenario
+from .reports import BadReport
+from .runtime_view import RecordedView, RuntimeView, Worker
+from .snapshot import Findings, run_snapshot
+from .workdir import prepare_workdir, progress_lines
+from .worker_process import Group, WorkerProcess, stop_leftovers
+
+__all__ = ["SESSION_ID", "DemoError", "Driver", "Run", "open_run"]
 
 SESSION_ID: Final = "demo"
 
@@ -60,22 +59,6 @@ SESSION_ID: Final = "demo"
 WAIT: Final = 30.0
 TEARDOWN_BOUND: Final = 15.0
 POLL: Final = 0.05
-
-TESTS: Final = 200
-TEST_PACE: Final = 0.4
-#: The long-running tool: a stand-in test suite, one line per test. ``trap '' PIPE`` keeps it
-#: going when its reader disappears (after kill -9 of the worker), as real work would.
-RUN_TESTS_SH: Final = f"""#!/usr/bin/env bash
-# A stand-in for a slow test suite: one line per test, one test every {TEST_PACE}s.
-# It also appends to progress.log, so its work stays visible after its reader is gone.
-trap '' PIPE
-for i in $(seq 1 {TESTS}); do
-  sleep {TEST_PACE}
-  echo "test $i/{TESTS} ok"
-  echo "test $i/{TESTS} ok" >> progress.log
-done
-echo "{TESTS} passed"
-"""
 
 
 class DemoError(Exception):
@@ -105,38 +88,24 @@ class Run:
         self.workdir = directory / "work"
         self.log_path = self.root / escape_id(session_id) / LOG_NAME
         self.tail = LogTail(self.log_path)
-        self.runtime = RuntimeView()
-        #: Every input the runtime view was given, in order, as JSON: ``{"start": {"mode",
-        #: "pid"}}``, ``{"worker": generation, "report": {...}}``, ``{"worker": generation,
-        #: "exit": returncode}``. ``tests/demo/record_reports.py`` saves it to replay the view.
-        self.inputs: list[dict[str, Any]] = []
+        #: The runtime view and every input it was given (saved to replay the view).
+        self.recorded = RecordedView()
         self.groups: dict[int, Group] = {}
-        self.cut_after: int | None = None
-        self.recovered_from: int | None = None
-        #: The step the driver is running (facts are filed under it).
-        self.step_index: int | None = None
-        self.contrast: dict[str, Any] | None = None
-        #: The file's bytes when the truncate report was made (to prove completion kept them).
-        self.before_recovery: bytes | None = None
-        self.facts: list[dict[str, Any]] = []
+        #: What the steps measured and marked (the driver keeps its ``step`` current).
+        self.findings = Findings()
         self.failure: str | None = None
         self._process: WorkerProcess | None = None
         self.version = 0
         self._changed = trio.Event()
 
     @property
+    def runtime(self) -> RuntimeView:
+        return self.recorded.view
+
+    @property
     def events(self) -> list[Event]:
         """The events of the session file's complete lines, as last polled."""
         return self.tail.events
-
-    @property
-    def header(self) -> Header | None:
-        return self.tail.header
-
-    @property
-    def recovery_seqs(self) -> frozenset[int]:
-        """Seqs of the events the store's crash recovery appended (reported by the worker)."""
-        return self.runtime.recovery_seqs
 
     # -- change notification ----------------------------------------------------------------------
 
@@ -166,17 +135,14 @@ class Run:
 
     def fact(self, text: str, tone: str = "ok") -> None:
         """Record something a step measured, filed under the running step."""
-        self.facts.append({"text": text, "tone": tone, "step": self.step_index})
+        self.findings.fact(text, tone)
         self.notify()
 
     # -- setup / teardown ------------------------------------------------------------------------
 
     def _prepare(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        self.workdir.mkdir()
-        script = self.workdir / "run-tests.sh"
-        script.write_text(RUN_TESTS_SH, encoding="utf-8")
-        script.chmod(0o755)
+        prepare_workdir(self.workdir)
 
     async def teardown(self) -> None:
         """Stop the worker and every process this run started. Bounded, shielded, idempotent."""
@@ -184,18 +150,7 @@ class Run:
             if self._process is not None:
                 await self._process.stop()
             self.poll_log()
-            for group in list(self.groups.values()):
-                with contextlib.suppress(ValueError, OSError):
-                    await reap_orphan_group(group.pgid, group.identity, grace=0.5)
-            # The net under the net: anything still working in our directory is ours.
-            for _ in range(3):
-                pids = processes_under(self.dir)
-                if not pids:
-                    break
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, signal.SIGKILL)
-                await trio.sleep(0.05)
+            await stop_leftovers(self.groups.values(), self.dir)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- the worker ------------------------------------------------------------------------------
@@ -218,8 +173,7 @@ class Run:
             stderr_path=self.dir / f"worker-{generation}.stderr",
         )
         self._process = process
-        worker = self.runtime.start_worker(mode, process.pid)
-        self.inputs.append({"start": {"mode": mode, "pid": process.pid}})
+        worker = self.recorded.start_worker(mode, process.pid)
         self.notify()
         self._nursery.start_soon(self._read_worker, process, worker)
         await self.wait_until(lambda: worker.ready, "the worker to open the session")
@@ -242,28 +196,24 @@ class Run:
         process.kill()
         await self.wait_until(lambda: worker.state == "killed", "the worker to die")
         self.poll_log()
-        self.cut_after = self.events[-1].seq if self.events else None
+        self.findings.cut_after = self.events[-1].seq if self.events else None
         self.notify()
         return worker.pid
 
     async def _read_worker(self, process: WorkerProcess, worker: Worker) -> None:
         code = await process.read_lines(lambda line: self._on_report(worker, line))
-        self.runtime.worker_exited(worker, code)
-        self.inputs.append({"worker": worker.generation, "exit": code})
+        self.recorded.worker_exited(worker, code)
         if not process.expect_exit:
             self.failure = f"worker {worker.pid} {worker.exit} unexpectedly" + process.stderr_tail()
         self.notify()
 
     def _on_report(self, worker: Worker, line: bytes) -> None:
         try:
-            report = parse(line)
+            self.recorded.report(worker, line)
         except BadReport as exc:
             # The worker and the engine are one program: a report that does not parse is a
             # bug, shown as the run's failure (one line naming the field), never a traceback.
             self.failure = f"worker {worker.pid}: {exc}"
-        else:
-            self.runtime.apply(worker, report)
-            self.inputs.append({"worker": worker.generation, "report": orjson.loads(line)})
         self.notify()
 
     # -- tailing the session file ---------------------------------------------------------------
@@ -276,8 +226,8 @@ class Run:
             raise DemoError(str(exc)) from None
         for event in new:
             if event.type == "tool/spawned":
-                d = event.data
-                self.groups[d["pgid"]] = Group(d["pgid"], d["identity"], d["callId"], event.seq)
+                group = Group.from_spawned(event)
+                self.groups[group.pgid] = group
         if bad is not None:
             self.failure = f"the session file has a bad line: {bad}"
         if new or self.failure is not None:
@@ -311,10 +261,7 @@ class Run:
         return found[0] if found else None
 
     def progress(self) -> list[str]:
-        try:
-            return (self.workdir / "progress.log").read_text().splitlines()
-        except OSError:
-            return []
+        return progress_lines(self.workdir)
 
     # -- the truncate contrast (read-only) -----------------------------------------------------
 
@@ -323,70 +270,29 @@ class Run:
         from ..store import JsonlStore
 
         before = self.log_path.read_bytes()
-        scan = scan_log(before, strict=False)
-        report = truncate_open_turn(scan.events)
         async with JsonlStore(self.root, reap_orphans=None) as store:
             inspected = await store.inspect(self.session_id)
-        closers = inspected[len(scan.events) :]
-        if [e.type for e in closers] != [e.type for e in repair_closers(scan.checker)]:
-            raise DemoError("store.inspect and the pure core disagree about the closers")
-        after = self.log_path.read_bytes()
-        self.before_recovery = before
-        self.contrast = {
-            "truncate": report.to_json(),
-            "droppedSeqs": [e.seq for e in report.dropped],
-            "spawned": [
-                {"pgid": e.data["pgid"], "callId": e.data["callId"]}
-                for e in report.dropped
-                if e.type == "tool/spawned"
-            ],
-            "complete": {
-                "keptEvents": len(scan.events),
-                "deletedEvents": 0,
-                "closers": [log_item(e, 0, "would-append") for e in closers],
-            },
-            "file": {
-                "bytes": len(after),
-                "sha256": hashlib.sha256(after).hexdigest()[:16],
-                "unchanged": before == after,
-            },
-        }
+        try:
+            contrast = truncation_contrast(before, inspected, self.log_path.read_bytes())
+        except ClosersDisagree as exc:
+            raise DemoError(str(exc)) from None
+        self.findings.before_recovery = before
+        self.findings.contrast = contrast
         self.notify()
-        return self.contrast
+        return contrast
 
     # -- the snapshot ------------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        items = log_items(self.events, self.recovery_seqs)
-        if self.contrast is not None:
-            dropped = set(self.contrast["droppedSeqs"])
-            for item in items:
-                if item["seq"] in dropped:
-                    item["would"] = "drop"
-        fold = fold_consumed_work(self.events)
-        worker_running = self.worker is not None and self.worker.state == "running"
-        groups = [g.to_json(worker_running=worker_running) for g in self.groups.values()]
-        progress = self.progress()
-        runtime = self.runtime.to_json()
-        notes = runtime.pop("notes")
-        return {
-            "log": {
-                "path": str(self.log_path),
-                "items": items,
-                "cutAfter": self.cut_after,
-                "recoveredFrom": self.recovered_from,
-                "openTurn": open_turn(self.events),
-            },
-            "runtime": {
-                **runtime,
-                "groups": groups,
-                "progress": {"lines": len(progress), "last": progress[-1] if progress else None},
-                "fold": {"endSeq": fold.end_seq, "droppedUnrun": fold.dropped_unrun},
-                "notes": notes,
-            },
-            "contrast": self.contrast,
-            "facts": self.facts,
-        }
+        """The run's part of :meth:`Driver.snapshot`."""
+        return run_snapshot(
+            log_path=str(self.log_path),
+            events=self.events,
+            runtime=self.runtime,
+            groups=self.groups.values(),
+            progress=self.progress(),
+            findings=self.findings,
+        )
 
 
 @contextlib.asynccontextmanager
@@ -408,26 +314,7 @@ async def open_run(*, root: Path | None = None, session_id: str = SESSION_ID) ->
             nursery.cancel_scope.cancel()
 
 
-# -- scenarios and the driver ----------------------------------------------------------------
-
-
-Action = Callable[[Run], Awaitable[None]]
-
-
-@attrs.frozen
-class Step:
-    label: str
-    caption: str
-    action: Action
-
-
-@attrs.frozen
-class Scenario:
-    name: str
-    title: str
-    summary: str
-    setup: Action
-    steps: tuple[Step, ...]
+# -- the driver -------------------------------------------------------------------------------
 
 
 class Driver:
@@ -437,13 +324,20 @@ class Driver:
         self.scenario = scenario
         self.run = run
         self.dwell = dwell
-        self.completed = 0
-        self.target = 0
-        self.running: int | None = None
-        self.playing = False
-        self.ready = False
-        self.error: str | None = None
+        self.playback = Playback(len(scenario.steps))
         self._wake = trio.Event()
+
+    @property
+    def completed(self) -> int:
+        return self.playback.completed
+
+    @property
+    def ready(self) -> bool:
+        return self.playback.ready
+
+    @property
+    def error(self) -> str | None:
+        return self.playback.error
 
     # -- commands (synchronous: they only change intent; :meth:`main` acts on it) ---------------
 
@@ -451,85 +345,52 @@ class Driver:
         self._wake.set()
         self.run.notify()
 
-    @property
-    def done(self) -> bool:
-        return self.completed >= len(self.scenario.steps)
-
     def step(self) -> None:
         """Run the next step (ignored while one is running, when playing, or when done)."""
-        if self.running is None and not self.playing and not self.done and self.error is None:
-            self.target = self.completed + 1
+        if self.playback.step():
             self._poke()
 
     def play(self, dwell: float | None = None) -> None:
         if dwell is not None:
             self.dwell = dwell
-        if not self.done and self.error is None:
-            self.playing = True
-            self.target = len(self.scenario.steps)
+        if self.playback.play():
             self._poke()
 
     def pause(self) -> None:
-        self.playing = False
-        self.target = self.completed + (1 if self.running is not None else 0)
+        self.playback.pause()
         self._poke()
 
     # -- the loop --------------------------------------------------------------------------------
 
     async def main(self, on_step: Callable[[int], Awaitable[None]] | None = None) -> None:
         """Set the scenario up, then run steps as commanded, forever (cancel to stop)."""
+        playback = self.playback
         try:
             await self.scenario.setup(self.run)
-            self.ready = True
+            playback.ready = True
             self.run.notify()
             while True:
-                while self.completed >= self.target:
+                while not playback.wants_step:
                     self._wake = trio.Event()
                     await self._wake.wait()
-                index = self.completed
-                self.running = index
-                self.run.step_index = index
+                index = playback.begin()
+                self.run.findings.step = index
                 self.run.notify()
                 await self.scenario.steps[index].action(self.run)
-                self.running = None
-                self.completed += 1
-                if self.done:
-                    self.playing = False
+                playback.finish()
                 self.run.notify()
                 if on_step is not None:
                     await on_step(index)
-                if self.playing and not self.done and self.dwell > 0:
+                if playback.playing and not playback.done and self.dwell > 0:
                     with trio.move_on_after(self.dwell):
                         self._wake = trio.Event()
-                        while self.playing:
+                        while playback.playing:
                             await self._wake.wait()
                             self._wake = trio.Event()
         except DemoError as exc:
-            self.error = str(exc)
-            self.running = None
-            self.playing = False
+            playback.fail(str(exc))
             self.run.notify()
             raise
 
     def snapshot(self) -> dict[str, Any]:
-        sc = self.scenario
-        current = self.running if self.running is not None else self.completed - 1
-        steps = []
-        for i, step in enumerate(sc.steps):
-            state = "done" if i < self.completed else "running" if i == self.running else "pending"
-            steps.append({"label": step.label, "caption": step.caption, "state": state})
-        caption = None
-        if 0 <= current < len(sc.steps):
-            caption = {"index": current, "label": sc.steps[current].label}
-        return {
-            "scenario": {"name": sc.name, "title": sc.title, "summary": sc.summary},
-            "steps": steps,
-            "current": caption,
-            "completed": self.completed,
-            "running": self.running,
-            "playing": self.playing,
-            "ready": self.ready,
-            "done": self.done,
-            "error": self.error,
-            **self.run.state(),
-        }
+        return {**self.playback.to_json(self.scenario), **self.run.state()}

@@ -10,14 +10,18 @@ what the store's recovery appended on a cold open.
 No trio, no I/O: the same inputs always give the same view, so it is tested by replaying
 reports recorded from real runs (``tests/demo/test_runtime_view.py``). The tool's process
 groups and the session file are not part of it; the engine adds them to the snapshot.
+A :class:`RecordedView` is the view together with every input it was given, so a run can be
+saved and replayed.
 """
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+import orjson
 
 from .reports import (
     AgentErrorReport,
@@ -33,9 +37,10 @@ from .reports import (
     Report,
     StatusReport,
     TurnEndedReport,
+    parse,
 )
 
-__all__ = ["Controller", "RuntimeView", "Worker"]
+__all__ = ["Controller", "RecordedView", "RuntimeView", "Worker"]
 
 
 @attrs.define
@@ -208,3 +213,46 @@ class RuntimeView:
             "recovery": self.recovery,
             "notes": self.notes,
         }
+
+
+@attrs.define
+class RecordedView:
+    """A :class:`RuntimeView` and every input it was given, in order, as JSON.
+
+    The inputs are ``{"start": {"mode", "pid"}}``, ``{"worker": generation, "report": {...}}``
+    (the report line as the worker wrote it) and ``{"worker": generation, "exit": returncode}``;
+    ``tests/demo/record_reports.py`` saves them, :meth:`replay` folds them again.
+    """
+
+    view: RuntimeView = attrs.Factory(RuntimeView)
+    inputs: list[dict[str, Any]] = attrs.Factory(list)
+
+    def start_worker(self, mode: str, pid: int) -> Worker:
+        worker = self.view.start_worker(mode, pid)
+        self.inputs.append({"start": {"mode": mode, "pid": pid}})
+        return worker
+
+    def report(self, worker: Worker, line: bytes) -> None:
+        """Fold one report line of ``worker``. A line that does not parse raises
+        :class:`~trio_agent.demo.reports.BadReport` and is neither folded nor recorded."""
+        self.view.apply(worker, parse(line))
+        self.inputs.append({"worker": worker.generation, "report": orjson.loads(line)})
+
+    def worker_exited(self, worker: Worker, returncode: int | None) -> None:
+        self.view.worker_exited(worker, returncode)
+        self.inputs.append({"worker": worker.generation, "exit": returncode})
+
+    @classmethod
+    def replay(cls, inputs: Iterable[Mapping[str, Any]]) -> RecordedView:
+        """Fold recorded inputs into a fresh view (the pids are the recorded ones)."""
+        recorded = cls()
+        workers: dict[int, Worker] = {}
+        for item in inputs:
+            if "start" in item:
+                worker = recorded.start_worker(item["start"]["mode"], item["start"]["pid"])
+                workers[worker.generation] = worker
+            elif "report" in item:
+                recorded.report(workers[item["worker"]], orjson.dumps(item["report"]))
+            else:
+                recorded.worker_exited(workers[item["worker"]], item["exit"])
+        return recorded

@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from ..log import SpliceKind, fold_consumed_work, splice_kind
-from .engine import TESTS, DemoError, Run, Scenario, Step
+from .engine import DemoError, Run
+from .playback import Scenario, Step
+from .workdir import TESTS
 
 FIRST_REQUEST: Final = "Run the test suite."
 QUEUED_REQUEST: Final = "Then update the changelog."
@@ -223,7 +225,9 @@ async def kill_worker(run: Run) -> None:
     pgid = run.find("tool/spawned")[0].data["pgid"]
     lines_before = len(run.progress())
     pid = await run.kill_worker()
-    run.fact(f"worker {pid} killed with SIGKILL; the log ends at seq {run.cut_after}", "aborted")
+    run.fact(
+        f"worker {pid} killed with SIGKILL; the log ends at seq {run.findings.cut_after}", "aborted"
+    )
     if run.find("tool/result"):
         raise DemoError("the tool finished before the kill; nothing to show")
     await run.wait_until(
@@ -243,14 +247,14 @@ async def kill_worker(run: Run) -> None:
 
 async def restart(run: Run) -> None:
     pgid = run.find("tool/spawned")[0].data["pgid"]
-    run.recovered_from = len(run.events)
+    run.findings.recovered_from = len(run.events)
     await run.start_worker("open", AFTER_CRASH_SCRIPT)
     await run.wait_until(lambda: run.turn_end(1) is not None, "the repaired turn/end")
     run.poll_groups()
     group = run.groups[pgid]
     if group.alive:
         raise DemoError(f"process group {pgid} survived recovery: {group.members}")
-    added = [e for e in run.events if e.seq >= run.recovered_from]
+    added = [e for e in run.events if e.seq >= run.findings.recovered_from]
     run.fact(
         f"recovery appended {len(added)} events and removed none: "
         + ", ".join(e.type for e in added),
@@ -344,9 +348,9 @@ async def show_truncation(run: Run) -> None:
 
 async def complete_instead(run: Run) -> None:
     await restart(run)
-    contrast = run.contrast or {}
+    contrast = run.findings.contrast or {}
     dropped = contrast.get("truncate", {}).get("droppedEvents", 0)
-    before = run.before_recovery or b""
+    before = run.findings.before_recovery or b""
     if not run.log_path.read_bytes().startswith(before):
         raise DemoError("recovery changed bytes that were already in the file")
     run.fact(

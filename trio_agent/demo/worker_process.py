@@ -7,7 +7,8 @@ error message if it dies unexpectedly.
 
 The ``/proc`` probes tell whether a tool's process group (named by the log's ``tool/spawned``)
 is still alive, even after the worker that started it was killed, and find any process still
-working in a run's directory, so teardown can stop everything a run started.
+working in a run's directory, so teardown can stop everything a run started
+(:func:`stop_leftovers`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,7 +26,13 @@ import attrs
 import orjson
 import trio
 
-from ..tools.procgroup import group_members, leader_identity, process_identity
+from ..log import Event
+from ..tools.procgroup import (
+    group_members,
+    leader_identity,
+    process_identity,
+    reap_orphan_group,
+)
 
 __all__ = [
     "PIPE_ERRORS",
@@ -34,6 +41,7 @@ __all__ = [
     "comm",
     "group_alive",
     "processes_under",
+    "stop_leftovers",
 ]
 
 #: The package's parent directory: put on the worker's PYTHONPATH so ``-m`` finds us.
@@ -175,6 +183,12 @@ class Group:
     alive: bool = True
     was_orphaned: bool = False
 
+    @classmethod
+    def from_spawned(cls, event: Event) -> Group:
+        """The group a ``tool/spawned`` event names (alive until ``/proc`` says otherwise)."""
+        d = event.data
+        return cls(d["pgid"], d["identity"], d["callId"], event.seq)
+
     def refresh(self, *, worker_alive: bool) -> bool:
         """Look the group up in ``/proc`` again; a group alive while no worker runs is
         orphaned (and stays marked so). True if anything changed."""
@@ -240,3 +254,19 @@ def processes_under(directory: Path) -> list[int]:
             if state not in (b"Z", b"X"):
                 found.append(int(name))
     return found
+
+
+async def stop_leftovers(groups: Iterable[Group], directory: Path) -> None:
+    """Stop every tool group in ``groups`` (if it is still the group the log names), then,
+    the net under the net, kill anything still working in ``directory``: it is ours."""
+    for group in list(groups):
+        with contextlib.suppress(ValueError, OSError):
+            await reap_orphan_group(group.pgid, group.identity, grace=0.5)
+    for _ in range(3):
+        pids = processes_under(directory)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        await trio.sleep(0.05)

@@ -6,9 +6,10 @@ per-point coverage table. On a failure it prints what was wrong, the shrunk rule
 of the wire traffic of the shrunk run (requests, journal entries, replies) and the command
 that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 for a usage error.
 
-Hypothesis runs with ``deadline=None``, no example database and its default shrinking: no
-verdict depends on the machine's speed. The pipe's "no reply" timeout is only a safety net
-that turns a hang into an error saying what probably happened.
+Hypothesis runs the machine as the tests do (``machine.run_machine``: ``deadline=None``, no
+example database, no wall-clock limit on shrinking): no verdict and no shrunk example depends
+on the machine's speed. The pipe's "no reply" timeout is only a safety net that turns a hang
+into an error saying what probably happened.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import argparse
 import random
 import shlex
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
+from .program_command import ProgramCommand, UsageError
 from .protocol import POINTS
 
 __all__ = ["add_parser", "coverage_table", "main", "run_harness"]
@@ -67,21 +69,14 @@ def run_harness(
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from .machine import machine_for, machine_settings
+    from .machine import machine_for, run_machine
     from .pipe import PipeAdapter
 
     argv = list(command)
     machine = machine_for(lambda: PipeAdapter(argv, timeout=timeout), profile=profile)
-    hypothesis_seed(seed)(machine)
     failure: BaseException | None = None
     try:
-        run_state_machine_as_test(
-            machine,
-            settings=machine_settings(examples=examples, steps=steps),
-        )
+        run_machine(machine, examples=examples, steps=steps, seed=seed)
     except Exception as exc:  # the failure of the shrunk example, reported below
         failure = exc
     print(f"trio-agent harness: {' '.join(shlex.quote(c) for c in argv)}", file=out)
@@ -112,13 +107,7 @@ def run_harness(
     return False
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
-    p = sub.add_parser(
-        "harness",
-        help="drive a runtime speaking spec/harness.md with the state machine",
-        description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
-    )
+def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=int, default=100, metavar="N", help="default 100")
     p.add_argument("--steps", type=int, default=25, metavar="K", help="rules per example")
     p.add_argument("--seed", type=int, default=None, metavar="S", help="default: random")
@@ -130,22 +119,11 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="safety net: a request without a reply for this long is a hang (default 600)",
     )
-    p.add_argument(
-        "cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the program to test, after --"
-    )
-    p.set_defaults(run=main)
 
 
-def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    command = list(args.cmd)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command:
-        print("harness: give the runtime's command after --, e.g. harness -- ./my-port", file=err)
-        return 2
+def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     if args.examples < 1 or args.steps < 1 or args.timeout <= 0:
-        print("harness: --examples and --steps must be >= 1, --timeout > 0", file=err)
-        return 2
+        raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(
         command,
@@ -157,3 +135,23 @@ def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out=out,
     )
     return 0 if ok else 1
+
+
+COMMAND: Final = ProgramCommand(
+    name="harness",
+    program="the runtime's",
+    help="drive a runtime speaking spec/harness.md with the state machine",
+    description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
+    options=_options,
+    body=_run,
+)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
+    COMMAND.add_parser(sub)
+
+
+def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``trio-agent harness [--examples N] [--steps K] [--seed S] ... -- CMD...``."""
+    return COMMAND.main(args, out, err)

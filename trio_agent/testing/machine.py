@@ -27,21 +27,26 @@ run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAM
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import shutil
 import tempfile
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+import hypothesis.internal.conjecture.engine as hypothesis_engine
 from hypothesis import HealthCheck, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
 
 from .checks import (
@@ -59,7 +64,15 @@ from .protocol import POINTS, Adapter, Reply
 from .refmodel import ModelViolation, ReferenceModel
 from .wire import check_request
 
-__all__ = ["COVERAGE", "EXAMPLES", "HarnessMachine", "machine_for"]
+__all__ = [
+    "COVERAGE",
+    "EXAMPLES",
+    "HarnessMachine",
+    "machine_for",
+    "machine_settings",
+    "run_machine",
+    "shrinking_bounded_by_work",
+]
 
 #: ``(profile, "crash@<point>" | "cancel@<point>")`` -> how many times it happened.
 COVERAGE: Counter[tuple[str, str]] = Counter()
@@ -333,9 +346,7 @@ class HarnessMachine(RuleBasedStateMachine):
         next rule acts on a live, cancelled controller (a steer after an abort, a second
         cancel, a latched wake)."""
         self._note(f"cancel({cause}, keep_inbox={keep_inbox}, settle=False)")
-        self._request(
-            {"op": "cancel", "cause": cause, "keep_inbox": keep_inbox, "settle": False}
-        )
+        self._request({"op": "cancel", "cause": cause, "keep_inbox": keep_inbox, "settle": False})
 
     @precondition(lambda self: self._alive() and self.armed is None)
     @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)
@@ -496,3 +507,36 @@ def machine_settings(*, examples: int, steps: int) -> settings:
         print_blob=False,
         suppress_health_check=list(HealthCheck),
     )
+
+
+@contextlib.contextmanager
+def shrinking_bounded_by_work() -> Iterator[None]:
+    """Lift Hypothesis's wall-clock shrink limit (``MAX_SHRINKING_SECONDS``, default 300 s)
+    for the block, around every machine run (the tests' and ``trio-agent harness``'s).
+
+    On a slow or loaded machine that limit stops the shrinker early and leaves redundant
+    rules, so the minimal example printed would depend on the machine's speed. Without it
+    every shrink phase runs to its end, which Hypothesis bounds by work (its cap on
+    successful shrinks). The previous value is restored on the way out. If an upgrade
+    renames the limit this raises instead of silently shrinking under a clock again.
+    """
+    previous = hypothesis_engine.MAX_SHRINKING_SECONDS  # AttributeError if renamed
+    hypothesis_engine.MAX_SHRINKING_SECONDS = math.inf  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        hypothesis_engine.MAX_SHRINKING_SECONDS = previous
+
+
+def run_machine(
+    machine: type[RuleBasedStateMachine], *, examples: int, steps: int, seed: int
+) -> None:
+    """Run ``machine`` as every machine run goes, the tests' and ``trio-agent harness``'s:
+    seeded with ``seed``, under :func:`machine_settings`, shrinking with no wall-clock limit
+    (:func:`shrinking_bounded_by_work`). Every bound is on work, none on time. A failure
+    propagates: the shrunk example's."""
+    hypothesis_seed(seed)(machine)
+    with shrinking_bounded_by_work():
+        run_state_machine_as_test(
+            machine, settings=machine_settings(examples=examples, steps=steps)
+        )

@@ -1,0 +1,72 @@
+"""The opening shared by the commands that test a program given after ``--``.
+
+``trio-agent conform -- CMD...`` and ``trio-agent harness -- CMD...`` both take the program
+under test as the rest of the command line, refuse a missing one, and turn every usage
+problem into one line ``NAME: what is wrong`` and exit 2. A :class:`ProgramCommand` holds
+that opening once; each command states only what differs: its name and help, its options,
+and its body, which gets the program's argv and raises :class:`UsageError` for a usage
+problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import attrs
+
+__all__ = ["USAGE", "ProgramCommand", "UsageError"]
+
+#: The exit code of a usage problem.
+USAGE = 2
+
+
+class UsageError(Exception):
+    """A usage problem, in one line: printed as ``NAME: message``, exit 2."""
+
+
+@attrs.frozen
+class ProgramCommand:
+    """A subcommand whose last argument is the program to test (see the module docstring)."""
+
+    name: str
+    #: Whose command comes after ``--``, for the error when it is missing (``the port's``).
+    program: str
+    help: str
+    description: str
+    #: Adds the command's own options to its parser.
+    options: Callable[[argparse.ArgumentParser], None]
+    #: Runs the command on the program's argv; returns the exit code.
+    body: Callable[[list[str], argparse.Namespace, TextIO], int]
+
+    def add_parser(self, sub: Any) -> argparse.ArgumentParser:
+        """Register the command on the CLI's subparsers; ``main`` runs it."""
+        p: argparse.ArgumentParser = sub.add_parser(
+            self.name, help=self.help, description=self.description
+        )
+        self.options(p)
+        p.add_argument(
+            "cmd",
+            nargs=argparse.REMAINDER,
+            metavar="-- CMD...",
+            help="the program to test, after --",
+        )
+        p.set_defaults(run=self.main)
+        return p
+
+    def main(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        """Take the program's argv from ``args.cmd`` and run the body; a usage problem is one
+        line on ``err`` and exit 2."""
+        command = list(args.cmd)
+        if command[:1] == ["--"]:
+            command = command[1:]
+        try:
+            if not command:
+                raise UsageError(
+                    f"give {self.program} command after --, e.g. {self.name} -- ./my-port"
+                )
+            return self.body(command, args, out)
+        except UsageError as exc:
+            print(f"{self.name}: {exc}", file=err)
+            return USAGE
