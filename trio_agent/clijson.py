@@ -1,4 +1,5 @@
-"""The JSON that ``check --json`` and ``show --json`` print for tools (spec/cli.md §JSON output).
+"""The JSON that ``check --json`` and ``show --json`` print for tools (spec/cli.md
+§`show --full` and JSON output).
 
 Each shape is an attrs class, unstructured by one cattrs converter into the object written as
 one line of stdout; a field that does not apply is ``null``, never left out, so a reader can

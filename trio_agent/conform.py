@@ -128,7 +128,7 @@ def _json_lines(text: str) -> list[Any] | None:
 
 
 def _problem_lines(answer: Answer, path: str) -> list[str]:
-    """The stderr lines that are not notes (spec/cli.md §Errors)."""
+    """The stderr lines that are not notes (spec/cli.md §stderr: errors and notes)."""
     return [
         line
         for line in answer.stderr.splitlines()
@@ -257,7 +257,7 @@ def _check_store(
     fail: Any,
     first_problem: Any,
 ) -> None:
-    """spec/recovery.md §Store classification through ``repair`` (spec/cli.md)."""
+    """spec/recovery.md §Torn tail and corruption, through ``repair`` (spec/cli.md)."""
     a = run("repair")
     damage = store["damage"]
     notes = [n for line in a.stderr.splitlines() if (n := _torn_note(line, p))]

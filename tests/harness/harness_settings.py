@@ -1,5 +1,5 @@
 """Budgets and the seed of the harness tests (environment variables, documented in
-spec/harness.md §Running).
+spec/harness.md §Running it).
 
 ``TRIO_AGENT_HARNESS_SEED``      reproduce a run: the seed printed at the end of the session
 ``TRIO_AGENT_HARNESS_EXAMPLES``  examples of the in-process machine in ``make test``

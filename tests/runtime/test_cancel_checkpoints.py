@@ -1,4 +1,5 @@
-"""Where a cancel lands → the exact log and the runtime outcome (spec/cancel.md §Checkpoints).
+"""Where a cancel lands → the exact log and the runtime outcome (spec/cancel.md §Where a
+cancel lands → resulting log).
 
 Each case holds one seam of a turn with a fake, cancels with a ``user`` cause there, and
 checks the whole log (types, reasons, result codes) and the outcome the runtime reports.

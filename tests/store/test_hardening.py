@@ -1,4 +1,4 @@
-"""What the store does with hostile or broken surroundings (spec/persistence.md §Files): a
+"""What the store does with hostile or broken surroundings (spec/persistence.md §1): a
 symbolic link, a directory or a FIFO where a log belongs, a full disk, ids that cannot be
 written. Each case is a one-line typed error, and nothing on disk is damaged or left behind."""
 

@@ -21,7 +21,7 @@ from .base import ModelError, ModelRequest
 
 __all__ = ["FINISH_REASONS", "StreamAssembler", "request_body"]
 
-#: ``finish_reason`` → the chunk protocol's ``finish.reason`` (spec/models.md §Response).
+#: ``finish_reason`` → the chunk protocol's ``finish.reason`` (spec/models.md §OpenAIChatModel).
 FINISH_REASONS: Final = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
 
 

@@ -134,7 +134,7 @@ class PendingLimitExceeded(StoreError):
 class NotALogFile(StoreError):
     """The path where a session's log (or its directory) belongs is something the store
     never writes through: a symbolic link, a directory, a FIFO, a device (spec/persistence.md
-    §Files). Nothing was changed."""
+    §1). Nothing was changed."""
 
     def __init__(self, path: str | os.PathLike[str], what: str) -> None:
         super().__init__(f"{path}: {what}; the store reads and writes only regular files")
@@ -206,7 +206,7 @@ class LeaseHeld(SessionLocked):
     """A database session is live: another writer holds a current lease on it.
 
     A :class:`SessionLocked` (so callers need no new ``except``) that names the lease's
-    owner and when it expires (spec/persistence.md §Leases and fencing).
+    owner and when it expires (spec/persistence.md §10).
     """
 
     def __init__(self, session_id: str, owner: str | None, expires: str | None) -> None:
@@ -227,7 +227,7 @@ class SessionFenced(StoreError):
     """This writer lost its lease: another owner took the session over; nothing more is written.
 
     Raised by ``flush`` (and ``wait_writable``, ``aclose``) of a database session whose lease
-    token is no longer the current one (spec/persistence.md §Leases and fencing).
+    token is no longer the current one (spec/persistence.md §10).
     """
 
     def __init__(self, session_id: str, owner: str | None, token: int | None) -> None:

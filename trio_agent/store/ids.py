@@ -32,7 +32,7 @@ def escape_id(session_id: str) -> str:
 
     Raises ``ValueError`` naming the rule for an id that is not a non-empty string of valid
     Unicode text (a lone surrogate cannot be written as UTF-8, so no log could hold it) of at
-    most :data:`MAX_ID_BYTES` bytes (spec/persistence.md §Files), before anything is created.
+    most :data:`MAX_ID_BYTES` bytes (spec/persistence.md §1), before anything is created.
     """
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("a session id must be a non-empty string")

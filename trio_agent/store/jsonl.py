@@ -81,7 +81,7 @@ def _kind(mode: int) -> str:
 
 
 def _open_log(path: Path, name: str, flags: int = _OPEN_RW) -> int:
-    """Open an existing log for the store (spec/persistence.md §Files): a regular file only,
+    """Open an existing log for the store (spec/persistence.md §1): a regular file only,
     never through a symbolic link. Raises :class:`SessionNotFound` or :class:`NotALogFile`."""
     try:
         directory_mode = os.lstat(path.parent).st_mode

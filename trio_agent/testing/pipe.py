@@ -2,7 +2,7 @@
 
 The implementation is a command (by default our own ``python -m
 trio_agent.testing.adapter_server``) reading requests on stdin and answering on stdout
-(spec/harness.md §Wire). A crash is a real ``SIGKILL`` of that process: either the driver
+(spec/harness.md §Wire format). A crash is a real ``SIGKILL`` of that process: either the driver
 sends it between requests (:meth:`PipeAdapter.crash`), or the process kills itself when an
 armed crash trap fires, which the driver sees as end-of-file before the reply. Either way the
 durable bytes are simply the file the dead process left, and the next ``start`` spawns a new
@@ -205,7 +205,8 @@ class PipeAdapter:
                 f"the implementation wrote {len(journal)} journal entries, the last "
                 f"{orjson.dumps(journal[-1]).decode()[:200]}, then nothing: it probably waits "
                 "for something only the driver can give (virtual time, a tool or approval "
-                "decision) instead of settling and replying (spec/harness.md §Settle)."
+                "decision) instead of settling and replying "
+                "(spec/harness.md §Settling in a single-threaded port)."
             )
         else:
             why = (

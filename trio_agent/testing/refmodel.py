@@ -2,8 +2,8 @@
 
 It is written from the spec (spec/cancel.md K1-K8, K12, K19, K21-K22; spec/consumed-work.md),
 not from the runtime's code, and replays the journal a world reports (spec/harness.md
-§Journal): the harness's actions (sends, cancels, shutdown), the runtime's events and every
-appended log event, in the order they happened. For each item it checks that it is allowed
+§Journal entries): the harness's actions (sends, cancels, shutdown), the runtime's events
+and every appended log event, in the order they happened. For each item it checks that it is allowed
 *now*, and raises :class:`ModelViolation` otherwise. It decides on its own:
 
 * where a message goes (``followup`` → next-turn; ``steer`` → next-step, or next-turn after an

@@ -33,7 +33,7 @@ read, approver, tool body) or, if the turn reaches none first, at the next quies
 :meth:`settle` -- for a flush in flight, while its batch still waits at the gate.
 
 Everything the world observes is reported in order through ``emit`` as *journal entries*
-(spec/harness.md §Journal): appended events, runtime events, the harness's own actions and
+(spec/harness.md §Journal entries): appended events, runtime events, the harness's own actions and
 fired traps. The reference model replays them.
 """
 
