@@ -28,6 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench scripts
+	$(VENV)/bin/ruff format --check trio_agent tests bench scripts
 	$(VENV)/bin/mypy --strict trio_agent
 
 test: lint

@@ -150,8 +150,10 @@ async def _take_over(dsn: str, sid: str, expires: float) -> tuple[float, float, 
 
 
 def bench_takeover(dsn: str) -> None:
-    print(f"takeover after a lease expiry (lease {TAKEOVER_LEASE:g} s, writer SIGKILLed mid-turn,"
-          f" {TAKEOVER_ROUNDS} rounds per size):")
+    print(
+        f"takeover after a lease expiry (lease {TAKEOVER_LEASE:g} s, writer SIGKILLed mid-turn,"
+        f" {TAKEOVER_ROUNDS} rounds per size):"
+    )
     for count in (5, 400):
         opens: list[float] = []
         lives: list[float] = []

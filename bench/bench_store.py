@@ -257,8 +257,10 @@ def bench_cold_open(tmp: Path) -> None:
     mb = size / 2**20
     print(f"cold open + repair of a {mb:.0f} MB log ({events:,} events, torn tail, open turn):")
     print(f"  json.loads of every line     {raw:6.2f} s   ({size / raw / 2**20:6.0f} MB/s)")
-    print(f"  JsonlStore.open (repair)     {cold:6.2f} s   ({size / cold / 2**20:6.0f} MB/s)   "
-          f"ratio {cold / raw:4.2f}x  (target <= 3x)")
+    print(
+        f"  JsonlStore.open (repair)     {cold:6.2f} s   ({size / cold / 2**20:6.0f} MB/s)   "
+        f"ratio {cold / raw:4.2f}x  (target <= 3x)"
+    )
     assert count > events  # the closers were appended
 
 

@@ -121,9 +121,7 @@ def test_the_checks_can_fail() -> None:
     good += "spec/tools.md §10, spec/persistence.md §10.3; spec/log.md §Header; "
     good += "recovery.md §Truncate: the\n    # rejected alternative; spec/log.md §`tool/result`"
     assert broken(good, **state) == []
-    assert broken("see spec/nowhere.md", **state) == [
-        "missing spec/nowhere.md"
-    ]
+    assert broken("see spec/nowhere.md", **state) == ["missing spec/nowhere.md"]
     assert broken("spec/tools.md §99", **state) == ["no section §99 in spec/tools.md"]
     assert broken("pins K99", **state) == ["undefined rule K99"]
     assert broken("spec/log.md §Inbox)", **state) == ["no section named 'Inbox)' in spec/log.md"]

@@ -106,9 +106,7 @@ def _plant_turn_before_step(mp: pytest.MonkeyPatch) -> None:
 # -- 4: the writer drops a batch whose write failed ----------------------------------------------
 
 
-def _failed_dropping_the_batch(
-    self: WritePolicy, batch: Batch, error: OSError, now: float
-) -> None:
+def _failed_dropping_the_batch(self: WritePolicy, batch: Batch, error: OSError, now: float) -> None:
     """WritePolicy.failed, except the failed batch is forgotten instead of re-queued."""
     self.writing = False
     self.pending_bytes -= batch.size  # BUG: the batch is dropped, not put back in front
@@ -128,9 +126,7 @@ def _plant_cancel_leaks(mp: pytest.MonkeyPatch) -> None:
     # Keyed weakly by the agent itself, not by id(): an id is reused once an agent of an
     # earlier example is collected, which would leak the cause into an unrelated example and
     # make the failure depend on memory layout (Hypothesis then reports it as flaky).
-    doomed: weakref.WeakKeyDictionary[agent_module.Agent, CancelCause] = (
-        weakref.WeakKeyDictionary()
-    )
+    doomed: weakref.WeakKeyDictionary[agent_module.Agent, CancelCause] = weakref.WeakKeyDictionary()
 
     def cancel(self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False) -> bool:
         hit = real_cancel(self, cause, keep_inbox=keep_inbox)

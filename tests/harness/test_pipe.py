@@ -84,9 +84,7 @@ HELD_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
-def _normalized(
-    adapter: Adapter, log: Path, script: list[dict[str, Any]] = SCRIPT
-) -> list[Any]:
+def _normalized(adapter: Adapter, log: Path, script: list[dict[str, Any]] = SCRIPT) -> list[Any]:
     """Run ``script``; return every journal entry with message ids made positional."""
     ids: dict[str, str] = {}
 

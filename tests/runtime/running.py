@@ -39,9 +39,7 @@ class Running:
 
 
 @contextlib.asynccontextmanager
-async def running_turn(
-    *followups: str, tool: GatedTool | None = None
-) -> AsyncIterator[Running]:
+async def running_turn(*followups: str, tool: GatedTool | None = None) -> AsyncIterator[Running]:
     """An agent over an in-memory session, its runtime events recorded, sent ``followups``
     (default ``"first"``) and held inside turn 1: the model hangs after streaming "x", or,
     given ``tool``, the model calls it (``c1``) and the call has started. Leaving the block

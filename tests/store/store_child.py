@@ -83,7 +83,10 @@ async def torture(cmd: dict[str, Any]) -> None:
     if "dsn" in cmd:
         announce_batches()
         store = PostgresStore(
-            cmd["dsn"], lease=cmd["lease"], owner=f"child-{os.getpid()}", reap_orphans=None,
+            cmd["dsn"],
+            lease=cmd["lease"],
+            owner=f"child-{os.getpid()}",
+            reap_orphans=None,
             window=cmd["window"],
         )
     else:

@@ -37,15 +37,19 @@ def turn_script(
             chunk = {"type": "text-delta", "text": piece}
             yield "assistant/chunk", {**where, "chunk": chunk}, False
         last = step == steps
-        calls = [] if last else [
-            {
-                "type": "tool-call",
-                "id": f"{tag}-t{turn}s{step}c{i}",
-                "name": rng.choice(["shell", "read", "write"]),
-                "arguments": {"n": i, "path": f"/tmp/x{i}"},
-            }
-            for i in range(rng.randint(1, 3))
-        ]
+        calls = (
+            []
+            if last
+            else [
+                {
+                    "type": "tool-call",
+                    "id": f"{tag}-t{turn}s{step}c{i}",
+                    "name": rng.choice(["shell", "read", "write"]),
+                    "arguments": {"n": i, "path": f"/tmp/x{i}"},
+                }
+                for i in range(rng.randint(1, 3))
+            ]
+        )
         content: list[dict[str, Any]] = [{"type": "text", "text": text}, *calls]
         message = {"id": f"{tag}-a{turn}s{step}", "content": content}
         yield "assistant/message", {**where, "message": message}, False

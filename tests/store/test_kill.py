@@ -251,8 +251,12 @@ def _torture(side: Side, zygote: Zygote, rounds: int, seed: int) -> Tally:
         if n % 25 == 0:
             before = None
         pid = zygote.start(
-            op="torture", id=sid, tag=f"r{n}", seed=rng.randrange(2**32),
-            window=rng.choice([0.0, 0.001, 0.003, 0.02]), turns=rng.randint(1, 6),
+            op="torture",
+            id=sid,
+            tag=f"r{n}",
+            seed=rng.randrange(2**32),
+            window=rng.choice([0.0, 0.001, 0.003, 0.02]),
+            turns=rng.randint(1, 6),
             **side.child_args(n),
         )
         first = [zygote.wait(pid, "ready")] if rng.random() < 0.9 else []

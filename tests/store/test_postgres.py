@@ -138,8 +138,10 @@ async def test_fenced_in_process(pg_dsn: str) -> None:
 
         postgres._LIVE.clear()  # the second store plays another process
         new = await new_store.open("s1")
-        old.append("assistant/chunk", {"turn": 1, "step": 1,
-                                       "chunk": {"type": "text-delta", "text": "zombie"}})
+        old.append(
+            "assistant/chunk",
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "zombie"}},
+        )
         with pytest.raises(SessionFenced) as info:
             await old.flush()
         assert info.value.owner == "new" and info.value.token == 2
@@ -242,9 +244,7 @@ async def _pause_torture(dsn: str, rounds: int) -> tuple[int, int]:
                 written = rows(dsn, sid)
                 assert written[:taken] == mine[:taken]
                 landed += sum(
-                    1
-                    for i in range(taken, len(written))
-                    if i >= len(mine) or written[i] != mine[i]
+                    1 for i in range(taken, len(written)) if i >= len(mine) or written[i] != mine[i]
                 )
                 await s.aclose()
     finally:
@@ -268,9 +268,7 @@ async def test_pause_resume_torture(pg_dsn: str, capsys: pytest.CaptureFixture[s
 
 @pytest.mark.slow
 @pytest.mark.skipif(ROUNDS == 0, reason="set TRIO_AGENT_TORTURE_ROUNDS (make torture)")
-async def test_pause_resume_torture_long(
-    pg_dsn: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+async def test_pause_resume_torture_long(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
     rounds = PAUSE_ROUNDS
     fenced, landed = await _pause_torture(pg_dsn, rounds)
     _report(capsys, rounds, fenced, landed)

@@ -28,6 +28,7 @@ from trio_agent.store import PostgresStore, postgres
 
 HANG_GUARD = 120.0  # only a hung CLI ever reaches it
 
+
 def trio_agent(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "trio_agent", *argv],
@@ -207,9 +208,7 @@ def test_store_directory_keeps_the_jsonl_meaning(tmp_path: Path) -> None:
     assert listed.returncode == 0 and listed.stdout.splitlines()[1].startswith("s1 ")
 
 
-async def test_run_stops_when_another_owner_takes_the_session_over(
-    uri: str, pg_dsn: str
-) -> None:
+async def test_run_stops_when_another_owner_takes_the_session_over(uri: str, pg_dsn: str) -> None:
     """``run`` is writing a turn (a long command in bash) when another process takes the
     lease over: the run's next batch is fenced, it cancels the command, names the new owner
     in one error line, exits 3, and nothing it wrote after the takeover is in the table."""

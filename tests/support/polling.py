@@ -30,9 +30,7 @@ def _hung(probe: Callable[[], object], guard: float) -> Hung:
     return Hung(f"{name} did not hold within the {guard:g} s hang guard")
 
 
-async def until(
-    probe: Callable[[], T], *, guard: float = HANG_GUARD, period: float = PERIOD
-) -> T:
+async def until(probe: Callable[[], T], *, guard: float = HANG_GUARD, period: float = PERIOD) -> T:
     """Wait until ``probe()`` returns a true value, and return that value; look every
     ``period`` real seconds (a costly probe, a scan of /proc, wants a longer one)."""
     deadline = time.monotonic() + guard
@@ -43,9 +41,7 @@ async def until(
     return value
 
 
-def until_sync(
-    probe: Callable[[], T], *, guard: float = HANG_GUARD, period: float = PERIOD
-) -> T:
+def until_sync(probe: Callable[[], T], *, guard: float = HANG_GUARD, period: float = PERIOD) -> T:
     """:func:`until` outside trio (a synchronous fixture's teardown, a worker thread)."""
     deadline = time.monotonic() + guard
     while not (value := probe()):

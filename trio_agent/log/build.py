@@ -136,9 +136,7 @@ def approval_decided(turn: int, step: int, approval_id: str, outcome: str) -> Dr
     return "approval/decided", {"turn": turn, "step": step, "id": approval_id, "outcome": outcome}
 
 
-def tool_call(
-    turn: int, step: int, call_id: str, name: str, arguments: Mapping[str, Any]
-) -> Draft:
+def tool_call(turn: int, step: int, call_id: str, name: str, arguments: Mapping[str, Any]) -> Draft:
     return "tool/call", {
         "turn": turn,
         "step": step,

@@ -73,17 +73,17 @@ class OpenAIChatModel:
         try:
             client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout))
             async with client, client.stream("POST", url, json=body, headers=self._headers) as resp:
-                    if not 200 <= resp.status_code < 300:
-                        raise ModelError(f"HTTP_{resp.status_code}", await _error_text(resp))
-                    # Read to the end of the body even after [DONE] (the provider ends it
-                    # right there), so httpx's own iterators finish rather than dangle.
-                    events = httpx_sse.EventSource(resp).aiter_sse()
-                    async with contextlib.aclosing(events):
-                        async for sse in events:
-                            for chunk in assembler.feed(sse.data):
-                                yield chunk
-                    for chunk in assembler.end():
-                        yield chunk
+                if not 200 <= resp.status_code < 300:
+                    raise ModelError(f"HTTP_{resp.status_code}", await _error_text(resp))
+                # Read to the end of the body even after [DONE] (the provider ends it
+                # right there), so httpx's own iterators finish rather than dangle.
+                events = httpx_sse.EventSource(resp).aiter_sse()
+                async with contextlib.aclosing(events):
+                    async for sse in events:
+                        for chunk in assembler.feed(sse.data):
+                            yield chunk
+                for chunk in assembler.end():
+                    yield chunk
         except ModelError as exc:
             yield _error_finish(exc.code, exc.message)
         except httpx.TimeoutException:

@@ -62,21 +62,46 @@ class Cluster:
 
     def init(self) -> None:
         self._run(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-            "--no-sync", "-E", "UTF8", "--locale=C",
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
         )
 
     def start(self) -> None:
         # fsync stays on: a committed batch means what it says. No TCP listener at all.
         opts = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
         self._run(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
-            "-o", opts, "-w", "-t", "600", "start",
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "600",
+            "start",
         )
 
     def stop(self, mode: str = "fast") -> None:
         self._run(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", "600",
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-m",
+            mode,
+            "-w",
+            "-t",
+            "600",
             "stop",
         )
 

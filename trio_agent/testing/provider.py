@@ -87,9 +87,7 @@ def tool_call_events(
     parts = [arguments[i : i + step] for i in range(0, len(arguments), step)] or [""]
     first = {"index": 0, "id": call_id, "type": "function", "function": {"name": name}}
     out.append(_choice({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]}))
-    out += [
-        _choice({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts
-    ]
+    out += [_choice({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts]
     out.append(_choice({}, "tool_calls"))
     return tuple(out)
 

@@ -556,7 +556,7 @@ class ReferenceModel:
                 f"seq {seq}: turn {record.number} step {data['step']} ended after logging "
                 f"{record.chunks} of the {len(expected)} chunks its model streamed, although "
                 f"no cancel reached it (K14: every chunk is logged, the finish included; "
-                f"missing {expected[record.chunks:]})"
+                f"missing {expected[record.chunks :]})"
             )
         kind = entry_kind(entry)
         if kind == "error":
