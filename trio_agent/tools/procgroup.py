@@ -84,7 +84,9 @@ def _read_stat(pid: int) -> _Stat | None:
     # as fast as open(), which builds a buffered file object each time.
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # ENOENT: gone before the open; ESRCH: exiting during it (seen on a loaded machine
+        # while a group's census ran, as the cancel's TERM took effect).
         return None
     try:
         raw = os.read(fd, _STAT_MAX)
