@@ -208,20 +208,11 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
             print(f"trio-agent run: session {session_id!r} (new), log {path}", file=err)
             return session
         session = await store.open(session_id)
-    turns = plural(session.checker.last_turn, "turn")
-    print(
-        f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
-        f", {turns}), log {path}",
-        file=err,
-    )
     kept = before.events - len(before.closers)
     summary = repair_summary(
         session.events, kept, torn_bytes=before.torn_bytes, dropped_lines=before.dropped_lines
     )
-    if summary is not None:
-        print(f"  {summary}", file=err)
-    for event in session.events[kept:]:
-        print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
+    _print_resumed(session, f"log {path}", kept, summary, err)
     return session
 
 
@@ -241,18 +232,21 @@ async def _open_or_create_stored(store: PostgresStore, session_id: str, err: Tex
 
         kept = len(cold_scan(before.data, where, session_id).events)
         session = await store.open(session_id)
-    turns = plural(session.checker.last_turn, "turn")
-    print(
-        f"trio-agent run: session {session_id!r} (resumed: {plural(len(session.events), 'event')}"
-        f", {turns}), in {shown}",
-        file=err,
-    )
-    summary = repair_summary(session.events, kept)
+    _print_resumed(session, f"in {shown}", kept, repair_summary(session.events, kept), err)
+    return session
+
+
+def _print_resumed(
+    session: Session, where: str, kept: int, summary: str | None, err: TextIO
+) -> None:
+    """The banner of a resumed session: its size, where it lives, and what the cold open
+    repaired (the closers it appended after the ``kept`` events it read)."""
+    events, turns = plural(len(session.events), "event"), plural(session.checker.last_turn, "turn")
+    print(f"trio-agent run: session {session.id!r} (resumed: {events}, {turns}), {where}", file=err)
     if summary is not None:
         print(f"  {summary}", file=err)
     for event in session.events[kept:]:
         print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
-    return session
 
 
 async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
