@@ -9,7 +9,8 @@ Every step of every scenario is run at 1280x800 and at 420 px wide, with real ke
 show it (a DOM condition, polled; only the overall hang guard is a clock), takes a screenshot,
 and measures with ``getBoundingClientRect``: the rows the step added or struck and the runtime
 card it changed are inside the viewport, nothing is wider than the window, no badge sticks out
-of its card, the log's text column keeps its width and the checks read as lines of text.
+of its card, the log's text column keeps its width, the checks read as lines of text and no
+card row's label sits alone on its line.
 
 Screenshots go to ``<tmp>/shots``, or to ``$TRIO_AGENT_DEMO_SHOTS`` when that is set (kept).
 """
@@ -76,7 +77,16 @@ window.__t = {
       const need = Math.ceil(width / li.getBoundingClientRect().width) + 1;
       if (lines > need) brokenFacts.push(li.textContent);
     }
-    return { scrollWidth: de.scrollWidth, innerWidth, badges, narrowText, brokenFacts };
+    // A card row's label (a key, or a seq number) starts the line its value starts on.
+    const orphanLabels = [];
+    for (const row of document.querySelectorAll('.card .row')) {
+      const label = row.firstElementChild, value = label?.nextElementSibling;
+      if (!value || !label.matches('.k, .seq')) continue;
+      const top = (el) => Math.round(el.getClientRects()[0]?.top ?? NaN);
+      if (Math.abs(top(label) - top(value)) > 4) orphanLabels.push(row.textContent);
+    }
+    const { scrollWidth } = de;
+    return { scrollWidth, innerWidth, badges, narrowText, brokenFacts, orphanLabels };
   },
 };
 true
@@ -128,6 +138,9 @@ async def check_layout(page: Page, where: str) -> None:
     assert report["badges"] == [], f"{where}: badges outside their cards: {report['badges']}"
     assert report["narrowText"] == [], f"{where}: log text column collapsed"
     assert report["brokenFacts"] == [], f"{where}: a check broken into columns"
+    assert report["orphanLabels"] == [], (
+        f"{where}: a label alone on its line: {report['orphanLabels']}"
+    )
 
 
 async def check_focus(page: Page, size: str, scenario: str, label: str, where: str) -> None:
