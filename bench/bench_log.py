@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import orjson
 
-from trio_agent.log import Header, encode_event, encode_header, repair_closers, scan_log
+from trio_agent.log import Header, build, encode_event, encode_header, repair_closers, scan_log
 from trio_agent.testing.loggen import LogGenerator
 
 TARGET_BYTES = int(os.environ.get("TRIO_AGENT_BENCH_MB", "200")) * 1_000_000
@@ -34,21 +34,17 @@ def build_log(target: int) -> bytes:
     # End inside an open step with a dispatched call, so repair has real work to do.
     gen.queue("next-turn")
     gen.turn += 1
-    gen.emit("turn/start", {"turn": gen.turn})
+    gen.emit(*build.turn_start(gen.turn))
     gen.claim(include_turn_item=True)
-    ts = {"turn": gen.turn, "step": 1}
-    gen.emit("step/start", ts)
+    gen.emit(*build.step_start(gen.turn, 1))
     call = {
         "type": "tool-call",
         "id": "bench-call",
         "name": "bash",
         "arguments": {"command": "make"},
     }
-    content = {"id": "bench-msg", "content": [call]}
-    gen.emit("assistant/message", {**ts, "message": content})
-    gen.emit(
-        "tool/call", {**ts, "callId": "bench-call", "name": "bash", "arguments": call["arguments"]}
-    )
+    gen.emit(*build.assistant_message(gen.turn, 1, "bench-msg", [call]))
+    gen.emit(*build.tool_call(gen.turn, 1, "bench-call", "bash", call["arguments"]))
     parts.extend(encode_event(e) for e in gen.take())
     return b"".join(parts)
 

@@ -1,10 +1,11 @@
 """Constructors of the events the runtime appends, one per event type (spec/log.md).
 
 Each returns a *draft*: the event's type and its ``data``, ready for
-``session.append(*draft)``. Only the shape is built here (key order included, which is the
-order the encoder writes); whether the event is valid *now* is the live checker's verdict at
-the append. Pure: no trio, no I/O, no validation on this path (a test checks every
-constructor's output against the schema).
+``session.append(*draft)`` (crash repair's closers, :mod:`trio_agent.log.repair`, are the
+same drafts given the seq and time that continue the log). Only the shape is built here (key
+order included, which is the order the encoder writes); whether the event is valid *now* is
+the live checker's verdict at the append. Pure: no trio, no I/O, no validation on this path
+(a test checks every constructor's output against the schema).
 """
 
 from __future__ import annotations

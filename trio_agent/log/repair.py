@@ -13,10 +13,11 @@ reaped), never from the machine itself. :func:`repair_closers` is the one entry 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
+from . import build
 from .checker import LogChecker
 from .events import Event
 
@@ -128,17 +129,10 @@ def _closers(
             content = text.format(name=name, call_id=call_id)
             if dispatched:  # R5: only a dispatched call can have had a process group
                 content += _suffix(checker, call_id, stopped, boot_id)
-            data: dict[str, Any] = {
-                "turn": turn,
-                "step": step,
-                "callId": call_id,
-                "isError": True,
-                "content": content,
-                "error": {"code": code},
-            }
-            out.append(Event(seq, time, "tool/result", data))
+            result = build.tool_result(turn, step, call_id, content, is_error=True, code=code)
+            out.append(Event(seq, time, *result))
             seq += 1
-        out.append(Event(seq, time, "step/end", {"turn": turn, "step": step}))
+        out.append(Event(seq, time, *build.step_end(turn, step)))
         seq += 1
-    out.append(Event(seq, time, "turn/end", {"turn": turn, "reason": {"kind": "interrupted"}}))
+    out.append(Event(seq, time, *build.turn_end(turn, "interrupted")))
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..log import build
 from ..log.events import Event
 
 _WORDS = ("run", "the", "tests", "and", "fix", "what", "breaks", "ok", "léger", "🙂", "data")
@@ -50,40 +51,25 @@ class LogGenerator:
     def queue(self, target: str) -> None:
         message = {"id": self._id("m"), "text": self.text(3), "source": "user"}
         queue = self.queues[target]
-        self.emit(
-            "agent/inbox/spliced", {"target": target, "start": len(queue), "inserted": [message]}
-        )
+        self.emit(*build.inbox_inserted(target, len(queue), message))
         queue.append(message)
 
     def drop_queued(self) -> None:
         for target in ("next-step", "next-turn"):
             queue = self.queues[target]
             if queue:
-                data: dict[str, Any] = {
-                    "target": target,
-                    "start": 0,
-                    "removedCount": len(queue),
-                    "inserted": [],
-                    "outcome": "canceled",
-                }
-                self.emit("agent/inbox/spliced", data)
+                self.emit(*build.inbox_cleared(target, len(queue)))
                 queue.clear()
 
     def claim(self, include_turn_item: bool) -> list[dict[str, str]]:
         claimed: list[dict[str, str]] = []
         if self.queues["next-step"]:
             claimed += self.queues["next-step"]
-            self.emit(
-                "agent/inbox/spliced",
-                {"target": "next-step", "start": 0, "removedCount": len(claimed), "inserted": []},
-            )
+            self.emit(*build.inbox_claimed("next-step", len(claimed)))
             self.queues["next-step"] = []
         if include_turn_item and self.queues["next-turn"]:
             claimed.append(self.queues["next-turn"].pop(0))
-            self.emit(
-                "agent/inbox/spliced",
-                {"target": "next-turn", "start": 0, "removedCount": 1, "inserted": []},
-            )
+            self.emit(*build.inbox_claimed("next-turn", 1))
         return claimed
 
     # -- the loop -------------------------------------------------------------------------
@@ -103,15 +89,15 @@ class LogGenerator:
     def run_turn(self) -> None:
         self.turn += 1
         turn = self.turn
-        self.emit("turn/start", {"turn": turn})
+        self.emit(*build.turn_start(turn))
         claimed = self.claim(include_turn_item=True)
         roll = self.rng.random()
         if roll < 0.05:
-            self.emit("turn/end", {"turn": turn, "reason": {"kind": "blocked"}})
+            self.emit(*build.turn_end(turn, "blocked"))
             return
         if roll < 0.08 or not claimed:
             self.drop_queued()
-            self.emit("turn/end", {"turn": turn, "reason": {"kind": "aborted"}})
+            self.emit(*build.turn_end(turn, "aborted"))
             return
         kind = "completed"
         step = 0
@@ -135,37 +121,31 @@ class LogGenerator:
             if self.rng.random() < 0.2:
                 self.queue("next-step")
             claimed = self.claim(include_turn_item=False)
-        reason: dict[str, Any] = {"kind": kind}
+        error = None
         if kind == "error":
-            reason["error"] = {"code": "MODEL_ERROR", "message": "the model failed"}
-        self.emit("turn/end", {"turn": turn, "reason": reason})
+            error = {"code": "MODEL_ERROR", "message": "the model failed"}
+        self.emit(*build.turn_end(turn, kind, error))
 
     def run_step(self, turn: int, step: int, claimed: list[dict[str, str]]) -> str:
-        ts = {"turn": turn, "step": step}
-        self.emit("step/start", ts)
+        self.emit(*build.step_start(turn, step))
         for message in claimed:
-            self.emit("user/message", {**ts, "message": message})
+            self.emit(*build.user_message(turn, step, message))
         text = ""
         for _ in range(self.rng.randint(0, 6)):
             delta = self.text(self.rng.randint(1, 4)) + " "
             text += delta
-            self.emit("assistant/chunk", {**ts, "chunk": {"type": "text-delta", "text": delta}})
+            self.emit(*build.assistant_chunk(turn, step, {"type": "text-delta", "text": delta}))
         fate = self.rng.random()
         if fate < 0.1:  # cancelled mid-stream: keep the visible prefix
             if text:
                 prefix = [{"type": "text", "text": text}]
                 self.emit(
-                    "assistant/message",
-                    {
-                        **ts,
-                        "message": {"id": self._id("a"), "content": prefix},
-                        "interrupted": True,
-                    },
+                    *build.assistant_message(turn, step, self._id("a"), prefix, interrupted=True)
                 )
-            self.emit("step/end", ts)
+            self.emit(*build.step_end(turn, step))
             return "aborted"
         if fate < 0.13:
-            self.emit("step/end", ts)
+            self.emit(*build.step_end(turn, step))
             return "error"
         calls = []
         for _ in range(self.rng.choice((0, 0, 1, 1, 2, 3))):
@@ -176,77 +156,71 @@ class LogGenerator:
                 "name": name,
                 "arguments": {"arg": self.text(2)},
             }
-            self.emit("assistant/chunk", {**ts, "chunk": call})
+            self.emit(*build.assistant_chunk(turn, step, call))
             calls.append(call)
         finish = "max-tokens" if self.rng.random() < 0.05 else ("tool-calls" if calls else "stop")
-        self.emit("assistant/chunk", {**ts, "chunk": {"type": "finish", "reason": finish}})
+        self.emit(*build.assistant_chunk(turn, step, {"type": "finish", "reason": finish}))
         content: list[dict[str, Any]] = ([{"type": "text", "text": text}] if text else []) + calls
-        self.emit("assistant/message", {**ts, "message": {"id": self._id("a"), "content": content}})
+        self.emit(*build.assistant_message(turn, step, self._id("a"), content))
         aborted = False
         for call in calls:
-            aborted = self.run_call(ts, call, aborted) or aborted
-        self.emit("step/end", ts)
+            aborted = self.run_call(turn, step, call, aborted) or aborted
+        self.emit(*build.step_end(turn, step))
         if aborted:
             return "aborted"
         if finish == "max-tokens":
             return "max-tokens"
         return "tools" if calls else "done"
 
-    def run_call(self, ts: dict[str, int], call: dict[str, Any], aborted: bool) -> bool:
+    def run_call(self, turn: int, step: int, call: dict[str, Any], aborted: bool) -> bool:
         """Run one call; return True if it was cancelled (later calls are then not dispatched)."""
         cid = call["id"]
-        base = {**ts, "callId": cid}
         if aborted:
             self._result(
-                base, "Error: tool call aborted before dispatch", "ABORTED_BEFORE_DISPATCH"
+                turn,
+                step,
+                cid,
+                "Error: tool call aborted before dispatch",
+                "ABORTED_BEFORE_DISPATCH",
             )
             return True
         if self.rng.random() < 0.2:
             aid = self._id("ap")
-            self.emit("approval/asked", {**ts, "id": aid, "callId": cid, "toolName": call["name"]})
+            self.emit(*build.approval_asked(turn, step, aid, cid, call["name"]))
             outcome = self.rng.choice(("allowed", "allowed", "rejected", "cancelled"))
-            self.emit("approval/decided", {**ts, "id": aid, "outcome": outcome})
+            self.emit(*build.approval_decided(turn, step, aid, outcome))
             if outcome == "rejected":
-                self._result(base, "Error: denied by the user", "DENIED")
+                self._result(turn, step, cid, "Error: denied by the user", "DENIED")
                 return False
             if outcome == "cancelled":
                 self._result(
-                    base, "Error: tool call aborted before dispatch", "ABORTED_BEFORE_DISPATCH"
+                    turn,
+                    step,
+                    cid,
+                    "Error: tool call aborted before dispatch",
+                    "ABORTED_BEFORE_DISPATCH",
                 )
                 return True
-        self.emit("tool/call", {**base, "name": call["name"], "arguments": call["arguments"]})
+        self.emit(*build.tool_call(turn, step, cid, call["name"], call["arguments"]))
         if call["name"] == "bash":
-            self.emit(
-                "tool/spawned",
-                {
-                    **base,
-                    "pgid": self.rng.randint(100, 99999),
-                    "identity": f"boot:{self.rng.randint(1, 10**6)}",
-                },
-            )
+            pgid = self.rng.randint(100, 99999)
+            identity = f"boot:{self.rng.randint(1, 10**6)}"
+            self.emit(*build.tool_spawned(turn, step, cid, pgid, identity))
         for _ in range(self.rng.randint(0, 4)):
-            self.emit(
-                "tool/output",
-                {
-                    **base,
-                    "stream": self.rng.choice(("stdout", "stderr")),
-                    "text": self.text(5) + "\n",
-                },
-            )
+            stream = self.rng.choice(("stdout", "stderr"))
+            self.emit(*build.tool_output(turn, step, cid, stream, self.text(5) + "\n"))
         roll = self.rng.random()
         if roll < 0.1:
-            self._result(base, "Error: tool call aborted", "ABORTED")
+            self._result(turn, step, cid, "Error: tool call aborted", "ABORTED")
             return True
         if roll < 0.2:
-            self._result(base, "exit status 1", "TOOL_FAILED")
+            self._result(turn, step, cid, "exit status 1", "TOOL_FAILED")
         else:
-            self.emit("tool/result", {**base, "isError": False, "content": self.text(4)})
+            self.emit(*build.tool_result(turn, step, cid, self.text(4), is_error=False, code=None))
         return False
 
-    def _result(self, base: dict[str, Any], content: str, code: str) -> None:
-        self.emit(
-            "tool/result", {**base, "isError": True, "content": content, "error": {"code": code}}
-        )
+    def _result(self, turn: int, step: int, call_id: str, content: str, code: str) -> None:
+        self.emit(*build.tool_result(turn, step, call_id, content, is_error=True, code=code))
 
 
 def generate_log(seed: int, turns: int) -> list[Event]:
