@@ -108,6 +108,16 @@ def test_repair_prints_closers_that_balance_the_log(crashed: str) -> None:
     assert [c["seq"] for c in closers] == [72, 73]
 
 
+def test_repair_prints_the_very_lines_that_repair_write_appends(crashed: str) -> None:
+    body = Path(crashed).read_bytes()
+    code, printed, _ = run("repair", crashed)
+    assert code == 0 and printed
+    code, written, _ = run("repair", "--write", "--no-reap", crashed)
+    assert code == 0 and written == printed
+    kept = body[: body.rindex(b"\n") + 1]  # the torn last line is cut
+    assert Path(crashed).read_bytes() == kept + printed.encode()
+
+
 def test_repair_boot_id_describes_a_dry_run_only(crashed: str) -> None:
     code, out, err = run("repair", "--write", "--boot-id", "b", crashed)
     assert code == 2 and out == "" and err.count("\n") == 1

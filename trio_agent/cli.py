@@ -44,6 +44,7 @@ from .log import (
     UnreadableLineError,
     decode_event,
     decode_header,
+    encode_event,
     event_to_json,
     repair_closers,
     scan_lines,
@@ -471,7 +472,7 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _note_tail(path, scan, err)
     stopped = {call_id: "stopped" for call_id in args.stopped}
     for event in repair_closers(scan.checker, stopped, args.boot_id):
-        out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
+        out.write(encode_event(event).decode())
     return OK
 
 

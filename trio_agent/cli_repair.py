@@ -18,12 +18,11 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-import orjson
 import trio
 
 from .cli import BROKEN, OK, REFUSED, UNREADABLE, CliError
 from .dsn import redact
-from .log.codec import event_to_json
+from .log.codec import encode_event
 from .log.events import Event
 from .store import (
     CreateFailed,
@@ -181,7 +180,7 @@ def _print_repaired(
     where: str, closers: Sequence[Event], events: int, changed: bool, out: TextIO, err: TextIO
 ) -> None:
     for event in closers:
-        out.write(orjson.dumps(event_to_json(event)).decode() + "\n")
+        out.write(encode_event(event).decode())
     if changed:
         print(
             f"{where}: repaired: {len(closers)} closing event(s) appended, {events} events",
