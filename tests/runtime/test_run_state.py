@@ -69,6 +69,17 @@ def test_a_wake_after_an_abort_is_latched_and_replayed_once() -> None:
     assert state.take_latch() is False  # once
 
 
+def test_a_wake_starts_an_idle_agent_and_is_latched_only_after_an_abort() -> None:
+    state = RunState()
+    assert state.wake(after_abort=False) is True  # idle: the caller starts a run (K1)
+    state.start()
+    assert state.wake(after_abort=state.after_abort) is False  # the run takes it (K21)
+    assert not state.latch
+    state.cancel(CancelCause.user())
+    assert state.wake(after_abort=state.after_abort) is False  # K8: latched, not started
+    assert state.latch and state.status == "running"
+
+
 def test_a_disposed_cancel_never_latches() -> None:
     state = RunState()
     state.start()

@@ -241,10 +241,8 @@ class Agent:
     def _wake_driver(self, after_abort: bool) -> None:
         if self._closing or self.lost is not None:
             return  # shutting down: queued work stays parked for the next session (K22)
-        if self._state.status == "idle":
+        if self._state.wake(after_abort):
             self._start_run()
-        elif after_abort:
-            self._state.latch_wake()
 
     # -- cancel ---------------------------------------------------------------------------------
 

@@ -61,6 +61,17 @@ class RunState:
         self.status = "running"
         return controller
 
+    def wake(self, after_abort: bool) -> bool:
+        """K1, K8: a waking call (``followup``, ``steer``; the caller has checked that the
+        agent is not closing, K22). True when the agent is idle: the caller starts a run
+        (:meth:`start`). A running agent's run takes the message itself (K21), unless the run
+        was aborted: then the wake is latched (:meth:`latch_wake`), replayed when it ends."""
+        if self.status == "idle":
+            return True
+        if after_abort:
+            self.latch_wake()
+        return False
+
     def latch_wake(self) -> None:
         """K8: a wake after an abort is latched, unless the cancel's cause is ``disposed``
         (the caller has already checked the agent is not shutting down)."""
