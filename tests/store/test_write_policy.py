@@ -65,8 +65,9 @@ def test_the_soft_bound_and_a_waiting_flush_make_the_queue_due_at_once() -> None
     assert submit(p, b"12345\n", now=0.0) is True  # above the soft bound: wake
     assert p.due(0.0) and not p.writable
     q = policy()
-    submit(q, b"a\n", now=0.0)
     mark = q.begin_drain()
+    assert not q.due(0.0)  # a waiting flush with nothing queued: nothing to write
+    submit(q, b"a\n", now=0.0)
     assert q.due(0.0)
     q.end_drain()
     assert not q.due(0.0) and mark == 0

@@ -117,8 +117,11 @@ class WritePolicy:
     # -- when -----------------------------------------------------------------------------------
 
     def due(self, now: float) -> bool:
-        """Whether the queue is to be written now: its window (or back-off) expired, or,
-        unless the last attempt failed, too much is pending or a flush waits."""
+        """Whether the queue is to be written now: it holds lines and its window (or
+        back-off) expired, or, unless the last attempt failed, too much is pending or a flush
+        waits."""
+        if not self.queue:
+            return False
         expired = self.deadline is not None and now >= self.deadline
         if self.paused:
             return expired

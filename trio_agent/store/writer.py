@@ -169,7 +169,7 @@ class Writer:
             task_status.started()
             try:
                 while not policy.closing:
-                    if policy.queue and policy.due(trio.current_time()):
+                    if policy.due(trio.current_time()):
                         await self._write_batch()
                         continue
                     self._wake = trio.Event()
