@@ -182,8 +182,9 @@ class Tally:
 def _check_round(
     side: Side, sid: str, messages: list[list[str]], before: Stored | None, tally: Tally
 ) -> Stored | None:
-    """After a kill: cold open, and check everything the brief promises. ``before`` is the
-    session as the previous round left it. Returns the session as this round leaves it."""
+    """After a kill: cold open, and check what it promises (spec/persistence.md §5,
+    spec/recovery.md): every acknowledged event kept, exactly the closers appended. ``before``
+    is the session as the previous round left it. Returns the session as this round leaves it."""
     acks = [m for m in messages if m[0] == "ack"]
     stored = side.stored(sid)
     if stored is None:
