@@ -117,7 +117,8 @@ _PID_NAME = "session.pid"
 @attrs.frozen
 class Live:
     """The log is held by a live writer: its ``flock`` (spec/persistence.md §4), or for a
-    session in a database its current lease (``lease`` names owner and expiry, §10.2)."""
+    session in a database its current lease (``lease`` names owner and expiry,
+    spec/persistence.md §10.2)."""
 
     pid: int | None
     lease: str | None = None

@@ -26,7 +26,7 @@ import trio_agent.demo.runtime_view as view_module
 import trio_agent.demo.snapshot as snapshot_module
 from trio_agent.demo.engine import DemoError, open_run
 from trio_agent.demo.reports import REPORTS, BadReport, ControllerSeen, encode, parse
-from trio_agent.demo.runtime_view import RuntimeView, Worker
+from trio_agent.demo.runtime_view import RecordedView, RuntimeView
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
 SCENARIOS = ("esc", "kill", "truncate")
@@ -39,17 +39,10 @@ def recorded(name: str) -> dict[str, Any]:
 
 def replay(inputs: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], RuntimeView]]:
     """Feed the inputs to a fresh view, yielding ``(input, view after it)`` for each."""
-    view = RuntimeView()
-    workers: dict[int, Worker] = {}
+    recorded = RecordedView()
     for item in inputs:
-        if "start" in item:
-            worker = view.start_worker(item["start"]["mode"], item["start"]["pid"])
-            workers[worker.generation] = worker
-        elif "report" in item:
-            view.apply(workers[item["worker"]], parse(orjson.dumps(item["report"])))
-        else:
-            view.worker_exited(workers[item["worker"]], item["exit"])
-        yield item, view
+        recorded.feed(item)
+        yield item, recorded.view
 
 
 def final(name: str) -> RuntimeView:

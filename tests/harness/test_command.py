@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.proc import in_group
 
 from trio_agent.testing.pipe import PipeAdapter
 from trio_agent.testing.protocol import AdapterError
@@ -79,19 +80,6 @@ def test_a_port_with_a_planted_bug_fails_with_a_readable_report(tmp_path: Path) 
     assert "reproduce: trio-agent harness --examples 60 --steps 12 --seed 3" in out
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid``, from /proc."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
-
-
 def test_a_crash_kills_a_wrapped_runtime_whole(tmp_path: Path) -> None:
     """``bash -c 'cat | runtime'``: killing only bash would leave the runtime holding stdout
     (no end of file, a hang); the driver kills the process group."""
@@ -105,7 +93,7 @@ def test_a_crash_kills_a_wrapped_runtime_whole(tmp_path: Path) -> None:
         proc = adapter._proc
         assert proc is not None
         adapter.crash()
-        assert _group_members(proc.pid) == []
+        assert in_group(proc.pid) == []
     finally:
         adapter.close()
 

@@ -191,3 +191,10 @@ def test_fast_predicates_agree_with_validators(case: tuple[str, Any]) -> None:
     except SchemaError:
         explained_valid = False
     assert DATA_PREDICATES[type_](data) == explained_valid
+
+
+def test_no_property_has_a_deadline() -> None:
+    """tests/conftest.py's profile: no example fails for taking long (a verdict is never a
+    wall-clock figure), in this file's ``@settings(max_examples=...)`` properties too."""
+    assert settings().deadline is None
+    assert settings(max_examples=300).deadline is None

@@ -24,6 +24,7 @@ import trio
 from pg_helpers import wait_lease_lapsed
 from store_helpers import Zygote, read_log, sha256
 from store_workload import workload
+from support.polling import until_sync
 
 from trio_agent.log import Event, check_events, decode_event, encode_event, repair_closers
 from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, repair_file
@@ -106,11 +107,14 @@ class PostgresSide:
         before the kill is then decided (the server finishes what it received, then sees the
         closed socket), so nothing can change behind the checks. Then wait for its lease."""
         with psycopg.connect(self.dsn, autocommit=True) as conn:
-            while conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-                (f"kill9-r{n}",),
-            ).fetchone() != (0,):
-                time.sleep(0.002)  # polling a condition, not a verdict
+
+            def gone() -> bool:
+                return conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                    (f"kill9-r{n}",),
+                ).fetchone() == (0,)
+
+            until_sync(gone, period=0.002)
             exists = _header(conn, sid) is not None
         if exists:
             trio.run(wait_lease_lapsed, self.dsn, sid)
@@ -182,8 +186,9 @@ class Tally:
 def _check_round(
     side: Side, sid: str, messages: list[list[str]], before: Stored | None, tally: Tally
 ) -> Stored | None:
-    """After a kill: cold open, and check everything the brief promises. ``before`` is the
-    session as the previous round left it. Returns the session as this round leaves it."""
+    """After a kill: cold open, and check what it promises (spec/persistence.md §5,
+    spec/recovery.md): every acknowledged event kept, exactly the closers appended. ``before``
+    is the session as the previous round left it. Returns the session as this round leaves it."""
     acks = [m for m in messages if m[0] == "ack"]
     stored = side.stored(sid)
     if stored is None:

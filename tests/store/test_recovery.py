@@ -11,6 +11,7 @@ import pytest
 import trio
 from store_helpers import assert_valid_balanced, sha256
 from store_workload import workload
+from support.polling import until
 
 from trio_agent.log import (
     OTHER_HOST_TEXT,
@@ -301,9 +302,7 @@ async def _until_marked(pid: int, marker: str) -> None:
     no marker, so recovery could not yet prove the process ours."""
     from trio_agent.tools import procgroup
 
-    with trio.fail_after(60):  # hang guard only
-        while not procgroup.carries_marker(pid, marker):
-            await trio.sleep(0.001)
+    await until(lambda: procgroup.carries_marker(pid, marker))
 
 
 async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:

@@ -71,6 +71,16 @@ def zombie_children() -> set[int]:
     return zombies
 
 
+def in_group(pgid: int) -> list[int]:
+    """Live (not zombie) members of process group ``pgid``."""
+    out = []
+    for pid in pids():
+        fields = stat_fields(pid)
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            out.append(pid)
+    return out
+
+
 def children_of(pid: int) -> list[int]:
     """Live direct children of ``pid``."""
     out = []

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from support.proc import kill_tagged, tagged, zombie_children
-
-TAG_VAR = "TRIO_AGENT_TOOLS_TEST_TAG"
+from tools_testlib import TAG_VAR
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 from support.polling import until
+from support.proc import tagged
 from support.procenv import REPO
 from tools_testlib import Recorder, runtime_killed_mid_tool
 
@@ -42,21 +43,7 @@ ESCAPES = {
 
 def carrying(marker: str) -> list[int]:
     """Live processes whose environment holds the call's marker (an independent scan)."""
-    needle = f"\0{MARKER_VAR}={marker}\0".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                environ = f.read()
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rpartition(b")")[2].split()[0]
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        if state not in (b"Z", b"X") and needle in b"\0" + environ:
-            found.append(int(name))
-    return found
+    return list(tagged(MARKER_VAR, marker))
 
 
 def _script(kinds: list[str]) -> tuple[str, int]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive
-from tools_testlib import HANG_GUARD, Recorder, pgid_and_sid, ppid, wait_gone
+from support.proc import alive, tagged
+from tools_testlib import HANG_GUARD, TAG_VAR, Recorder, pgid_and_sid, ppid, wait_gone
 
 from trio_agent.tools.procgroup import (
     GroupResult,
@@ -113,17 +113,16 @@ async def test_cancel_reaches_a_double_forked_member_of_the_group() -> None:
     assert len(res.members_seen) == 2 and not res.kill_needed
 
 
-async def test_no_zombie_work_after_cancel(tmp_path: Path) -> None:
+async def test_no_zombie_work_after_cancel(tmp_path: Path, no_leftover_processes: str) -> None:
     log = tmp_path / "appends"
     script = f"(while :; do echo bg >> {log}; done) & while :; do echo fg >> {log}; done"
     await _cancel_when(
         ["bash", "-c", script],
         lambda rec: log.exists() and b"bg" in log.read_bytes() and b"fg" in log.read_bytes(),
     )
-    size = log.stat().st_size
-    for _ in range(5):
-        await trio.sleep(0.02)
-        assert log.stat().st_size == size  # nothing of the tool is still writing
+    # Nothing of the tool is still writing: no process this test started is alive (each
+    # carries the test's tag, a background loop included), so nothing is left that could.
+    assert tagged(TAG_VAR, no_leftover_processes) == {}
 
 
 async def test_cancel_before_spawn_starts_nothing() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import trio
 from support.polling import until
-from support.proc import alive
+from support.proc import alive, stat_fields
 from support.procenv import child_env
 
 from trio_agent.cancel import ControllerView
@@ -25,6 +25,8 @@ from trio_agent.tools.procgroup import GroupResult, group_members
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
 HANG_GUARD = 30.0
+#: The variable carrying each test's tag (conftest.py): every process a test starts has it.
+TAG_VAR = "TRIO_AGENT_TOOLS_TEST_TAG"
 
 #: A Python child that answers SIGUSR1 with "pong". Reading "pong" after some operation
 #: proves the operation sent it no fatal signal: a pending SIGTERM (default action) or SIGKILL
@@ -42,20 +44,13 @@ while True:
 
 def state(pid: int) -> str | None:
     """The process state letter from /proc (``R``, ``S``, ``Z``...), or None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return raw.rpartition(b")")[2].split()[0].decode()
+    fields = stat_fields(pid)
+    return fields[0].decode() if fields else None
 
 
 def ppid(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rpartition(b")")[2].split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        return None
+    fields = stat_fields(pid)
+    return int(fields[1]) if fields else None
 
 
 def pgid_and_sid(pid: int) -> tuple[int, int]:

@@ -242,17 +242,21 @@ class RecordedView:
         self.view.worker_exited(worker, returncode)
         self.inputs.append({"worker": worker.generation, "exit": returncode})
 
+    def feed(self, item: Mapping[str, Any]) -> None:
+        """Fold one recorded input again (the pids are the recorded ones)."""
+        if "start" in item:
+            self.start_worker(item["start"]["mode"], item["start"]["pid"])
+            return
+        worker = self.view.workers[item["worker"] - 1]  # generations count from 1
+        if "report" in item:
+            self.report(worker, orjson.dumps(item["report"]))
+        else:
+            self.worker_exited(worker, item["exit"])
+
     @classmethod
     def replay(cls, inputs: Iterable[Mapping[str, Any]]) -> RecordedView:
-        """Fold recorded inputs into a fresh view (the pids are the recorded ones)."""
+        """Fold recorded inputs into a fresh view."""
         recorded = cls()
-        workers: dict[int, Worker] = {}
         for item in inputs:
-            if "start" in item:
-                worker = recorded.start_worker(item["start"]["mode"], item["start"]["pid"])
-                workers[worker.generation] = worker
-            elif "report" in item:
-                recorded.report(workers[item["worker"]], orjson.dumps(item["report"]))
-            else:
-                recorded.worker_exited(workers[item["worker"]], item["exit"])
+            recorded.feed(item)
         return recorded

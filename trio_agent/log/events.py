@@ -82,7 +82,7 @@ class ErrorInfo:
 
 @attrs.frozen
 class TurnEndReason:
-    """``error`` is present exactly when ``kind`` is ``"error"`` (spec/log.md, turn/end)."""
+    """``error`` is present exactly when ``kind`` is ``"error"`` (spec/log.md §``turn/end``)."""
 
     kind: TurnEndKind
     error: ErrorInfo | None = None

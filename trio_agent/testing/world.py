@@ -65,7 +65,7 @@ from ..store import JsonlStore, Session
 from .gated_fs import GatedFileOps
 from .seams import Gate, GateApprover, JobTool, PlanModel, SeamHooks, WatchedSleep, cancel_cause
 
-__all__ = ["SESSION_ID", "GatedFileOps", "World", "session_root"]
+__all__ = ["SESSION_ID", "World", "session_root"]
 
 #: The id of the one session a world runs (its file is ``<root>/s/session.jsonl``).
 SESSION_ID: Final = "s"

@@ -774,8 +774,8 @@ async def reap_orphan_group(
     killed. Then:
 
     - the leader (pid ``pgid``) is alive with the recorded identity and the marker → the
-      pgid is still ours: the whole group is stopped by §4, and every escapee carrying the
-      marker with it → ``stopped``;
+      pgid is still ours: the whole group is stopped by spec/tools.md §4, and every escapee
+      carrying the marker with it → ``stopped``;
     - otherwise every live process carrying the marker (members that kept it, escapees) is
       stopped → ``stopped`` if there were any;
     - else, pid ``pgid`` has another identity → ``identity-mismatch``; processes with pgid
@@ -824,8 +824,8 @@ async def reap_orphan_group(
 async def _terminate_marked(
     pgid: int, marker: str, grace: float, kill_wait: float
 ) -> TerminationReport:
-    """§4 applied to each process carrying ``marker`` one by one, without signalling any
-    group: the group's leader could not be verified, so its pgid proves nothing."""
+    """spec/tools.md §4 applied to each process carrying ``marker`` one by one, without
+    signalling any group: the group's leader could not be verified, so its pgid proves nothing."""
     found = marked_processes(marker)
     _signal_each(found, signal.SIGTERM)
     _signal_each(found, signal.SIGCONT)
