@@ -165,6 +165,19 @@ def test_a_flush_is_acknowledged_once_everything_before_it_is_durable() -> None:
     p.end_drain()
 
 
+def test_an_abandoned_batch_is_never_acknowledged() -> None:
+    p = policy()
+    submit(p, b"a\n", now=0.0)
+    mark = p.begin_drain()
+    batch = p.take(0.0)
+    submit(p, b"b\n", now=0.0)
+    p.abandoned(batch)  # the attempt ended with no answer: the writer itself died
+    assert p.queue == [b"a\n", b"b\n"] and not p.writing and not p.flushed
+    assert p.pending_bytes == 4 and p.batches_ok == 0
+    assert p.error_since(mark) is None  # not a write failure: nothing to retry or report
+    p.end_drain()
+
+
 def test_retry_now_waits_for_a_batch_in_flight() -> None:
     p = policy()
     submit(p, b"a\n", now=0.0)

@@ -24,6 +24,7 @@ from trio_agent.log import encode_event
 from trio_agent.store import (
     JsonlStore,
     Session,
+    SessionClosed,
     WriteFailed,
 )
 
@@ -228,3 +229,45 @@ async def test_error_codes_are_preserved() -> None:
     exc = WriteFailed("s", OSError(errno.ENOSPC, "No space left on device"), 3)
     assert exc.errno == errno.ENOSPC and str(exc).startswith("session 's': write failed")
     await trio.lowlevel.checkpoint()
+
+
+class BuggyOps(FaultyOps):
+    """``fsync`` raises something that is not an ``OSError`` once ``broken`` is set: a bug
+    below the writer, not a write failure it knows how to retry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def fsync(self, fd: int) -> None:
+        if self.broken:
+            raise RuntimeError("a bug below the writer")
+        super().fsync(fd)
+
+
+async def test_a_writer_ended_by_an_unexpected_error_acknowledges_no_flush(
+    tmp_path: Path,
+) -> None:
+    # The writer task dies with the store (the error is not a write failure); a flush that
+    # was waiting, even shielded as the turn-end checkpoint is, must not report the lost
+    # batch durable.
+    ops = BuggyOps()
+    flushed: list[object] = []
+    with pytest.raises(BaseExceptionGroup) as info:
+        async with JsonlStore(tmp_path, file_ops=ops, window=10.0, reap_orphans=None) as store:
+            s = await store.create("s")
+            path = store.path_of("s")
+            await s.flush()
+            good = path.read_bytes()
+            ops.broken = True
+            turn(s, 1)
+            with trio.CancelScope(shield=True):
+                try:
+                    await s.flush()
+                    flushed.append("acknowledged")
+                except Exception as exc:
+                    flushed.append(exc)
+    assert info.value.subgroup(RuntimeError) is not None
+    assert len(flushed) == 1 and isinstance(flushed[0], SessionClosed), flushed
+    assert writer_of(s).pending_events == 7  # the batch is still not durable, still queued
+    assert path.read_bytes().startswith(good)  # what was durable stays

@@ -11,7 +11,9 @@ failure a flush must report. It reads no clock (every method that needs the time
 * ``due`` / ``timer``: whether to write now, and until when to sleep otherwise.
 * ``take`` → (the attempt) → ``succeeded`` or ``failed``: one batch. A failed batch goes back
   to the front of the queue, in order, and the next background attempt backs off from one
-  window up to :data:`RETRY_MAX`; a flush retries at once (``retry_now``).
+  window up to :data:`RETRY_MAX`; a flush retries at once (``retry_now``). An attempt that
+  ends with neither (the writer task dies of an error that is not a write failure) is
+  ``abandoned``: its lines go back too, and no flush can count them durable.
 * ``begin_drain`` / ``error_since`` / ``end_drain``: a flush raises the first failure of an
   attempt started after it began; an earlier background failure is retried, not reported.
 """
@@ -169,6 +171,13 @@ class WritePolicy:
         self.failure = (batch.number, error)
         self.failed_in_row += 1
         self.deadline = now + self.backoff()
+
+    def abandoned(self, batch: Batch) -> None:
+        """The attempt ended with no answer (the writer itself died, not the write): its
+        lines go back to the front, in order, so no flush counts them durable. Nothing
+        retries them; the writer is gone."""
+        self.writing = False
+        self.queue[0:0] = batch.lines
 
     def backoff(self) -> float:
         """The pause before the next background retry: one window, doubling per failure in a

@@ -218,10 +218,15 @@ class Writer:
                     exc,
                     len(policy.queue),
                 )
+        except BaseException:
+            # Not a write failure (a bug below us, MemoryError...): this task dies with the
+            # store, and the batch was never acknowledged. Put it back so that a waiting
+            # flush -- even a shielded one -- sees it pending and fails instead of succeeding.
+            policy.abandoned(batch)
+            raise
         else:
             policy.succeeded(batch)
         finally:
-            policy.writing = False
             self._progress.set()
             self._progress = trio.Event()
 
