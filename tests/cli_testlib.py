@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+from support.polling import HANG_GUARD
 
 HOLDER = textwrap.dedent(
     """

@@ -14,30 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import HANG_GUARD, HOLDER, Held, holding
-
-CLI = [sys.executable, "-m", "trio_agent"]
+from cli_testlib import HOLDER, Held, holding
+from support.cli import cli, no_traceback
 
 
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[Held]:
     with holding(tmp_path) as live:
         yield live
-
-
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        timeout=HANG_GUARD,
-    )
-
-
-def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
 
 
 def test_show_says_live_and_shows_no_closers(held: Held) -> None:

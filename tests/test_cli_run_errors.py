@@ -11,31 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import HANG_GUARD, HOLDER
+from cli_testlib import HOLDER
+from support.cli import cli, one_line
 
 from trio_agent.log import Header, encode_header
-
-CLI = [sys.executable, "-m", "trio_agent"]
 
 
 def run(
     root: Path | str, *extra: str | bytes, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, *CLI, "run", "--root", str(root), *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,  # no line to run: a good run exits 0 at once
-        timeout=HANG_GUARD,
-    )
-
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    assert (proc.returncode, proc.stdout) == (code, ""), proc.stderr
-    assert proc.stderr.count("\n") == 1, proc.stderr
-    return proc.stderr.rstrip("\n")
+    """``trio-agent run --root ROOT extra...`` with no line to run: a good run exits 0 at once."""
+    return cli("run", "--root", str(root), *extra, prefix=prefix)
 
 
 @pytest.fixture
