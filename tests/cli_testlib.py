@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
+from support.polling import HANG_GUARD
 
 HOLDER = textwrap.dedent(
     """
@@ -34,17 +33,29 @@ HOLDER = textwrap.dedent(
 )
 
 
-@attrs.frozen
+@attrs.define
 class Held:
-    """Session s1 under ``root``, live in process ``pid``; ``path`` is its log."""
+    """Session s1 under ``root``, live in the holder ``proc``; ``path`` is its log."""
 
     path: str
-    pid: int
+    proc: subprocess.Popen[str]
+    killed: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self) -> None:
+        """A real kill -9 of the holder: its lock goes with it, its log stays as written."""
+        self.proc.kill()
+        self.proc.wait()
+        self.killed = True
 
 
 @contextlib.contextmanager
 def holding(root: Path) -> Iterator[Held]:
-    """Run the holder until the block ends: s1 has an open turn and step, flushed."""
+    """Run the holder until the block ends: s1 has an open turn and step, flushed. Unless
+    the block killed it, the holder must exit 0 once its stdin is closed."""
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(root)],
         stdin=subprocess.PIPE,
@@ -54,9 +65,11 @@ def holding(root: Path) -> Iterator[Held]:
     assert proc.stdout is not None and proc.stdin is not None
     path = proc.stdout.readline().strip()  # printed once the session is live and flushed
     assert path, "the holder died before the session was live"
+    held = Held(path, proc)
     try:
-        yield Held(path, proc.pid)
+        yield held
     finally:
         proc.stdin.close()
-        assert proc.wait(HANG_GUARD) == 0
+        if not held.killed:
+            assert proc.wait(HANG_GUARD) == 0
         proc.stdout.close()

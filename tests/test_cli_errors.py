@@ -10,38 +10,13 @@ import argparse
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import CLI, cli, one_line
+from support.polling import HANG_GUARD
 
 from trio_agent import __version__
-
-HANG_GUARD = 120  # seconds; only bounds a broken run (a hang), never asserted on
-
-CLI = [sys.executable, "-m", "trio_agent"]
-
-
-def cli(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        cwd=cwd,
-        timeout=HANG_GUARD,
-    )
-
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
-    """The single stderr line of a failed command (and nothing on stdout, no traceback)."""
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
-    assert proc.stdout == ""
-    return proc.stderr.rstrip("\n")
-
 
 # -- special files ------------------------------------------------------------------------
 

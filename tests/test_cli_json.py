@@ -14,7 +14,10 @@ from typing import Any
 
 import attrs
 import pytest
-from cli_testlib import HANG_GUARD, holding
+from cli_testlib import holding
+from support.cli import cli as run_cli
+from support.cli import no_traceback
+from support.polling import HANG_GUARD
 
 from trio_agent.cli import main
 from trio_agent.log import Event, Header, encode_event, encode_header
@@ -38,16 +41,8 @@ CHECK_KEYS = [
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "trio_agent", *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        timeout=HANG_GUARD,
-    )
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    return proc
+    """The command line, asserted free of a traceback on every call in this file."""
+    return no_traceback(run_cli(*argv))
 
 
 def records(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:

@@ -8,36 +8,18 @@ its stdin to close. The CLI runs as a subprocess beside it.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import HANG_GUARD, HOLDER, Held, holding
-
-CLI = [sys.executable, "-m", "trio_agent"]
+from cli_testlib import Held, holding
+from support.cli import cli, no_traceback
 
 
 @pytest.fixture
 def held(tmp_path: Path) -> Iterator[Held]:
     with holding(tmp_path) as live:
         yield live
-
-
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *argv],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        timeout=HANG_GUARD,
-    )
-
-
-def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
 
 
 def test_show_says_live_and_shows_no_closers(held: Held) -> None:
@@ -77,20 +59,10 @@ def test_check_checks_a_live_session_and_says_so(held: Held) -> None:
     )
 
 
-def test_the_same_log_once_its_writer_is_gone_is_shown_with_closers(tmp_path: Path) -> None:
+def test_the_same_log_once_its_writer_is_gone_is_shown_with_closers(held: Held) -> None:
     """The contrast: the holder killed, the file unchanged, the session is cold."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    path = proc.stdout.readline().strip()
-    proc.kill()
-    proc.wait()
-    proc.stdin.close()
-    proc.stdout.close()
+    held.kill()
+    path = held.path
     shown = cli("show", "--no-color", path)
     assert shown.returncode == 0 and "repair would append" in shown.stdout
     repaired = cli("repair", path)

@@ -10,22 +10,22 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import CLI
+from support.cli import cli as run_cli
+from support.polling import HANG_GUARD
 
 from trio_agent.log import scan_log
 from trio_agent.tools.procgroup import group_members
-
-HANG_GUARD = 60  # seconds; only bounds a broken run, never asserted on
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trio_agent", "run", "--root", str(tmp_path)],
+        [*CLI, "run", "--root", str(tmp_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -134,13 +134,7 @@ def test_a_resumed_crashed_session_says_what_the_cold_open_did(
     cli.wait()
     assert group_members(pgid), "the orphan should outlive the agent"
     try:
-        again = subprocess.run(
-            [sys.executable, "-m", "trio_agent", "run", "--root", str(tmp_path)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=HANG_GUARD,
-        )
+        again = run_cli("run", "--root", str(tmp_path))
         assert group_members(pgid) == [], "the cold open stops the orphaned group"
     finally:
         with contextlib.suppress(ProcessLookupError):  # only if the test failed

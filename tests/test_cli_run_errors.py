@@ -6,81 +6,45 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import HANG_GUARD, HOLDER
+from cli_testlib import Held, holding
+from support.cli import cli, one_line
 
 from trio_agent.log import Header, encode_header
-
-CLI = [sys.executable, "-m", "trio_agent"]
 
 
 def run(
     root: Path | str, *extra: str | bytes, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, *CLI, "run", "--root", str(root), *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,  # no line to run: a good run exits 0 at once
-        timeout=HANG_GUARD,
-    )
-
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
-    assert (proc.returncode, proc.stdout) == (code, ""), proc.stderr
-    assert proc.stderr.count("\n") == 1, proc.stderr
-    return proc.stderr.rstrip("\n")
+    """``trio-agent run --root ROOT extra...`` with no line to run: a good run exits 0 at once."""
+    return cli("run", "--root", str(root), *extra, prefix=prefix)
 
 
 @pytest.fixture
-def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    yield proc
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        assert stream is not None
-        stream.close()
+def held(tmp_path: Path) -> Iterator[Held]:
+    with holding(tmp_path) as live:
+        yield live
 
 
-def held_path(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    path = proc.stdout.readline().strip()  # printed once s1 is live
-    assert path, "the holder died before the session was live"
-    return path
-
-
-def test_a_session_open_in_another_process_is_refused(
-    tmp_path: Path, holder: subprocess.Popen[str]
-) -> None:
-    path = held_path(holder)
+def test_a_session_open_in_another_process_is_refused(tmp_path: Path, held: Held) -> None:
+    path = held.path
     before = Path(path).read_bytes()
     line = one_line(run(tmp_path, "--session", "s1"), 3)
     assert line == (
-        f"{path}: session 's1' is live (locked by process {holder.pid}); "
+        f"{path}: session 's1' is live (locked by process {held.pid}); "
         "it cannot be opened or repaired until that writer closes or dies"
     )
     assert Path(path).read_bytes() == before
 
 
 def test_a_crashed_session_is_resumed_and_the_banner_says_what_was_repaired(
-    tmp_path: Path, holder: subprocess.Popen[str]
+    tmp_path: Path, held: Held
 ) -> None:
-    path = held_path(holder)
-    holder.kill()  # a real kill -9: the lock goes with the process
-    holder.wait()
+    path = held.path
+    held.kill()  # a real kill -9: the lock goes with the process
     proc = run(tmp_path, "--session", "s1")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()

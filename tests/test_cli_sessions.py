@@ -7,12 +7,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+from support.cli import cli
+from support.polling import HANG_GUARD
+
 from trio_agent.log import Header, encode_event, encode_header
 from trio_agent.store import JsonlStore
 from trio_agent.testing.loggen import generate_log
-
-HANG_GUARD = 120  # seconds; only bounds a broken run, never asserted on
-CLI = [sys.executable, "-m", "trio_agent"]
 
 #: Creates session ID under ROOT with turn 1 open, prints "ready", waits for stdin to close.
 HOLDER = textwrap.dedent(
@@ -63,13 +63,7 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
     crashed.wait()
     live = holder(tmp_path, "Live")
     try:
-        proc = subprocess.run(
-            [*CLI, "sessions", "--root", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=HANG_GUARD,
-        )
+        proc = cli("sessions", "--root", str(tmp_path))
     finally:
         assert live.stdin is not None
         live.stdin.close()
@@ -92,13 +86,7 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
 
 
 def test_sessions_of_a_missing_root(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [*CLI, "sessions", "--root", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=HANG_GUARD,
-    )
+    proc = cli("sessions", "--root", str(tmp_path / "nope"))
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == (
         f"{tmp_path / 'nope'}: no such directory (give the store's directory with --root)\n"

@@ -17,12 +17,12 @@ import pty
 import re
 import struct
 import subprocess
-import sys
 import termios
 from pathlib import Path
 
 import pytest
 from demo_helpers import HANG_GUARD
+from support.cli import CLI, cli
 from support.procenv import REPO, child_env
 
 from trio_agent.demo.scenarios import SCENARIOS
@@ -108,15 +108,8 @@ def _env(**extra: str) -> dict[str, str]:
 def run_demo(
     *args: str, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_agent", "demo", *args],
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD * 3,
-        env=_env() if env is None else env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
+    """``trio-agent demo args...``, plain unless ``env`` says otherwise."""
+    return cli("demo", *args, cwd=cwd, env=_env() if env is None else env, guard=HANG_GUARD * 3)
 
 
 def assert_complete(out: str) -> None:
@@ -221,7 +214,7 @@ def test_demo_on_a_terminal_uses_its_width() -> None:
     for name in ("COLUMNS", "LINES", "NO_COLOR"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trio_agent", "demo", "esc"],
+        [*CLI, "demo", "esc"],
         stdin=subprocess.DEVNULL,
         stdout=slave,
         stderr=subprocess.PIPE,
@@ -266,18 +259,6 @@ def _kept_paths(out: str) -> list[Path]:
     return [Path(line.strip()) for line in tail.splitlines() if line.endswith("session.jsonl")]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD,
-        env=_env(),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_demo_keep_leaves_checkable_sessions(tmp_path: Path) -> None:
     done = run_demo("all", "--width", "80", "--keep", "kept", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -289,9 +270,9 @@ def test_demo_keep_leaves_checkable_sessions(tmp_path: Path) -> None:
     for path in paths:
         assert (tmp_path / path).is_file()
         # Balanced: every turn ended; for kill and truncate that is the repaired log.
-        checked = _cli("check", "--balanced", str(path), cwd=tmp_path)
+        checked = cli("check", "--balanced", str(path), cwd=tmp_path, env=_env())
         assert checked.returncode == 0, checked.stdout + checked.stderr
-        shown = _cli("show", str(path), cwd=tmp_path)
+        shown = cli("show", str(path), cwd=tmp_path, env=_env())
         assert shown.returncode == 0, shown.stderr
     kill = (tmp_path / paths[1]).read_text(encoding="utf-8")
     assert "TOOL_OUTCOME_UNKNOWN" in kill and '"interrupted"' in kill

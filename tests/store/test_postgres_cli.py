@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,33 +19,18 @@ import pytest
 import trio
 from pg_cluster import Cluster
 from pg_helpers import TURN, force_expiry, rows
+from support.cli import CLI, cli, one_line
 from support.lines import LineReader
+from support.polling import HANG_GUARD
 from support.procenv import child_env
 
 from trio_agent.log import encode_event
 from trio_agent.store import PostgresStore, postgres
 
-HANG_GUARD = 120.0  # only a hung CLI ever reaches it
 
-
-def trio_agent(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trio_agent", *argv],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=HANG_GUARD,
-        cwd="/",
-    )
-
-
-def one_line(done: subprocess.CompletedProcess[str]) -> str:
-    """The single stderr line of a failed command (and no traceback anywhere)."""
-    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
+def trio_agent(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line run in ``/``, away from the checkout and the test's own files."""
+    return cli(*argv, input=stdin, cwd="/")
 
 
 @pytest.fixture
@@ -99,8 +83,7 @@ async def test_crashed_session_is_checked_shown_and_repaired_through_the_store(
     checked = trio_agent("check", "--store", uri, "--session", "s1")
     assert checked.returncode == 0 and "turn 1 is open" in checked.stderr
     balanced = trio_agent("check", "--balanced", "--store", uri, "--session", "s1")
-    assert balanced.returncode == 1
-    assert one_line(balanced) == (
+    assert one_line(balanced, 1) == (
         "postgres:s1:5: turn 1 is open (--balanced requires every turn ended)"
     )
     shown = trio_agent("show", "--store", uri, "--session", "s1", "--no-color")
@@ -136,8 +119,7 @@ async def test_live_session_is_never_repaired(uri: str, pg_dsn: str) -> None:
             done = await trio.to_thread.run_sync(
                 lambda argv=argv: trio_agent(*argv, "--store", uri, "--session", "s1")
             )
-            assert done.returncode == 3 and done.stdout == ""
-            assert "is live (leased by live-host until " in one_line(done)
+            assert "is live (leased by live-host until " in one_line(done, 3)
         shown = await trio.to_thread.run_sync(
             lambda: trio_agent("show", "--store", uri, "--session", "s1")
         )
@@ -147,7 +129,7 @@ async def test_live_session_is_never_repaired(uri: str, pg_dsn: str) -> None:
         run = await trio.to_thread.run_sync(
             lambda: trio_agent("run", "--store", uri, "--session", "s1")
         )
-        assert run.returncode == 3 and "leased by live-host" in one_line(run)
+        assert "leased by live-host" in one_line(run, 3)
         assert rows(pg_dsn, "s1") == before
         assert await store.lease_of("s1") == ("live-host", 1, True)
 
@@ -177,22 +159,20 @@ def bad_stores(pg_cluster: Cluster) -> list[tuple[str, str]]:
 def test_bad_store_is_one_line(pg_cluster: Cluster, which: int, argv: list[str]) -> None:
     store, words = bad_stores(pg_cluster)[which]
     done = trio_agent(*argv, "--store", store)
-    assert done.returncode == 2
-    line = one_line(done)
+    line = one_line(done, 2)
     assert words in line and "s3cret" not in line
 
 
 def test_unknown_session_and_usage(uri: str) -> None:
     for command in ("check", "show", "repair"):
         done = trio_agent(command, "--store", uri, "--session", "nope")
-        assert done.returncode == 2
-        assert one_line(done).startswith("postgres:nope: no such session in postgresql:///")
+        assert one_line(done, 2).startswith("postgres:nope: no such session in postgresql:///")
     missing = trio_agent("check", "--store", uri)
-    assert missing.returncode == 2 and "--store needs --session" in one_line(missing)
+    assert "--store needs --session" in one_line(missing, 2)
     both = trio_agent("check", "/etc/hostname", "--store", uri, "--session", "s1")
-    assert both.returncode == 2 and "not both" in one_line(both)
+    assert "not both" in one_line(both, 2)
     alone = trio_agent("show", "--session", "s1")
-    assert alone.returncode == 2 and "--session needs --store" in one_line(alone)
+    assert "--session needs --store" in one_line(alone, 2)
 
 
 def test_store_directory_keeps_the_jsonl_meaning(tmp_path: Path) -> None:
@@ -213,7 +193,7 @@ async def test_run_stops_when_another_owner_takes_the_session_over(uri: str, pg_
     lease over: the run's next batch is fenced, it cancels the command, names the new owner
     in one error line, exits 3, and nothing it wrote after the takeover is in the table."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trio_agent", "run", "--store", uri, "--session", "s1"],
+        [*CLI, "run", "--store", uri, "--session", "s1"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

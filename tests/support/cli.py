@@ -1,0 +1,64 @@
+"""Running the ``trio-agent`` command line as a subprocess, the way a user meets it, and the
+checks every test of its errors makes: never a traceback, a failure is one line on stderr.
+
+The hang guard only ends a run that hung (as :class:`subprocess.TimeoutExpired`); the verdict
+is always what the test asserts on the finished process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from support.polling import HANG_GUARD
+from support.procenv import child_env
+
+#: ``trio-agent`` as a command line: this interpreter running the package.
+CLI = (sys.executable, "-m", "trio_agent")
+
+
+def cli(
+    *argv: str | bytes,
+    input: str | None = None,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
+    guard: float = HANG_GUARD,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``trio-agent argv...`` to its end; its stdout and stderr are captured as text.
+
+    Its stdin is ``input`` when given, else ``/dev/null`` (a command that reads stdin meets
+    its end at once). ``env`` defaults to :func:`~support.procenv.child_env`, ``cwd`` to this
+    process's; ``prefix`` goes before the command (a wrapper such as ``setpriv``).
+    """
+    return subprocess.run(
+        [*prefix, *CLI, *argv],
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=child_env() if env is None else env,
+        timeout=guard,
+    )
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """Assert that neither stream of ``proc`` holds a traceback; return ``proc``."""
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return proc
+
+
+def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    """The single stderr line of a command that failed with exit ``code``: nothing on stdout,
+    no traceback nor internal error, exactly one newline-terminated line on stderr (returned
+    without its newline)."""
+    no_traceback(proc)
+    assert "internal error" not in proc.stderr, proc.stderr  # the CLI's report of a bug
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
+    assert proc.stdout == ""
+    return proc.stderr.rstrip("\n")
