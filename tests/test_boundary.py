@@ -66,6 +66,7 @@ def test_a_well_formed_message_is_structured() -> None:
         ({"dwell": True}, "$.dwell", "expected a number, got bool True"),
         ({"items": "abc"}, "$.items", "expected an array, got str 'abc'"),
         ({"items": {}}, "$.items", "expected an array, got dict {}"),
+        ({"items": [7]}, "$.items[0]", "expected an object, got int 7"),
         ({"kind": "c"}, "$.kind", "must be one of 'a', 'b'"),
     ],
 )  # fmt: skip
@@ -113,6 +114,41 @@ def test_the_first_error_is_a_dotted_path_relative_to_the_value() -> None:
     assert first({**GOOD, "kind": "c"}) == ("kind", "must be one of 'a', 'b'")
     # The value itself: the path is None and what is wrong names the key.
     assert first({**GOOD, "extra": 1}) == (None, "unknown field(s): extra")
+
+
+@attrs.frozen
+class Holder:
+    item: Item
+    data: dict[str, Any]
+    points: list[Literal["a", "b"]]
+
+
+HELD: dict[str, Any] = {"item": {"text": "x", "count": 1}, "data": {}, "points": ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "why"),
+    [
+        ({"item": "x"}, "$.item", "expected an object, got str 'x'"),
+        ({"item": None}, "$.item", "expected an object, got NoneType None"),
+        ({"data": [1]}, "$.data", "expected an object, got list [1]"),
+        ({"points": "a"}, "$.points", "expected an array, got str 'a'"),
+        ({"points": ["c"]}, "$.points[0]", "must be one of 'a', 'b'"),
+    ],
+)  # fmt: skip
+def test_a_class_or_a_dict_takes_an_object_and_says_so(
+    change: dict[str, Any], path: str, why: str
+) -> None:
+    """Not the words of the ``AttributeError`` reading a non-object would raise, and a list of
+    choices refused as a list is not said to be one choice."""
+    assert refusal({**HELD, **change}, Holder) == [(path, why)]
+
+
+def test_the_value_itself_must_be_an_object() -> None:
+    for value in ([], "x", None):
+        with pytest.raises(TypeError) as info:
+            strict_converter().structure(value, Message)
+        assert str(info.value).startswith("expected an object, got ")
 
 
 def test_an_optional_literal_names_its_choices() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from importlib.util import resolve_name
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,14 @@ import pytest
 import trio_agent
 
 PACKAGE = Path(trio_agent.__file__).parent
-#: The command line: the top-level modules that are not the package itself.
-CLI_MODULES = {"cli", "cli_repair", "interactive", "clijson", "conform", "dsn", "__main__"}
+
+
+def cli_modules() -> set[str]:
+    """The command line's top-level modules, as the package docstring names them."""
+    doc = trio_agent.__doc__ or ""
+    listed = re.search(r"the command line \(([^)]*)\)", doc)
+    assert listed is not None, "the package docstring names the command line's modules"
+    return set(re.findall(r"``(\w+)``", listed.group(1)))
 
 
 def layer_table() -> dict[str, set[str] | None]:
@@ -33,18 +40,19 @@ def layer_table() -> dict[str, set[str] | None]:
     return table
 
 
-def layer_of(module: str) -> str:
+def layer_of(module: str, root: Path = PACKAGE) -> str:
     """``trio_agent.store.jsonl`` -> ``store``; a top-level module the table names
     (``cancel``, ``boundary``) -> itself; a top-level command-line module -> ``cli``; the
-    package itself (or a name imported from it) -> ``package``."""
+    package itself (or a name imported from it) -> ``package``. Any other subpackage or
+    top-level module is a layer of its own name, which the table must then name."""
     parts = module.split(".")
     assert parts[0] == "trio_agent", module
     if len(parts) == 1:
         return "package"
     head = parts[1]
-    if head in CLI_MODULES:
+    if head in cli_modules():
         return "cli"
-    if (PACKAGE / head).is_dir() or head in layer_table():  # a subpackage or a bottom module
+    if (root / head).is_dir() or (root / f"{head}.py").is_file():
         return head
     return "package"  # a name defined by trio_agent/__init__.py, e.g. __version__
 
@@ -62,9 +70,12 @@ def imported_modules(source: str, module: str, is_package: bool = False) -> Iter
                 target = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            # ``from . import x``: x is a module of that package, or a name it defines.
+            # ``from . import x``, ``from trio_agent import x``: x is a module of that
+            # package (a layer of its own when the package is trio_agent), or a name it defines.
             names = (
-                [f"{target}.{alias.name}" for alias in node.names] if not node.module else [target]
+                [f"{target}.{alias.name}" for alias in node.names]
+                if not node.module or target == "trio_agent"
+                else [target]
             )
         else:
             continue
@@ -77,7 +88,7 @@ def layer_violations(source: str, module: str, is_package: bool = False) -> list
     """The imports of ``module`` that the layer table does not allow, as readable edges."""
     table = layer_table()
     layer = layer_of(module)
-    allowed = table[layer]
+    allowed = table.get(layer, set())  # a layer the table does not name may import nothing
     found = []
     for target in imported_modules(source, module, is_package):
         to = layer_of(target)
@@ -88,9 +99,22 @@ def layer_violations(source: str, module: str, is_package: bool = False) -> list
     return found
 
 
-def _modules() -> Iterator[tuple[Path, str, bool]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+def export_violations(exports: Mapping[str, str]) -> list[str]:
+    """The package's lazy exports (``_EXPORTS``: name -> the module ``__getattr__`` imports it
+    from) that the layer table does not allow the package to import."""
+    allowed = layer_table()["package"] or set()
+    found = []
+    for name, relative in sorted(exports.items()):
+        target = resolve_name(relative, "trio_agent")
+        to = layer_of(target)
+        if to != "package" and to not in allowed:
+            found.append(f"trio_agent (package) exports {name} from {target} ({to})")
+    return found
+
+
+def _modules(root: Path = PACKAGE) -> Iterator[tuple[Path, str, bool]]:
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).with_suffix("")
         is_package = rel.name == "__init__"
         parts = rel.parts[:-1] if is_package else rel.parts
         yield path, ".".join(parts), is_package
@@ -116,10 +140,14 @@ def test_contract_names_are_exported() -> None:
         assert getattr(trio_agent, name) is not None
 
 
+def unnamed_layers(root: Path = PACKAGE) -> set[str]:
+    """The layers of the modules under ``root`` that the layer table does not name."""
+    return {layer_of(module, root) for _path, module, _pkg in _modules(root)} - set(layer_table())
+
+
 def test_the_layer_table_names_every_layer() -> None:
     table = layer_table()
-    layers = {layer_of(module) for _path, module, _pkg in _modules()}
-    assert layers <= set(table), f"layers missing from the table: {layers - set(table)}"
+    assert not unnamed_layers(), f"layers missing from the table: {unnamed_layers()}"
     for allowed in table.values():
         assert allowed is None or allowed <= set(table)
 
@@ -146,6 +174,7 @@ if TYPE_CHECKING:
 def reap() -> None:
     from ..tools import procgroup  # up, lazily: tools
     import trio_agent.testing.world  # up, absolute: testing
+    from trio_agent import demo  # up, absolute, named from the package: demo
 
 
 def version() -> str:
@@ -166,6 +195,7 @@ def test_the_layer_check_fails_on_a_bad_module(tmp_path: Path, written: bool) ->
     found = layer_violations(source, "trio_agent.store.bad")
     assert sorted(found) == [
         "trio_agent.store.bad (store) imports trio_agent.__version__ (package)",
+        "trio_agent.store.bad (store) imports trio_agent.demo (demo)",
         "trio_agent.store.bad (store) imports trio_agent.runtime (runtime)",
         "trio_agent.store.bad (store) imports trio_agent.testing.world (testing)",
         "trio_agent.store.bad (store) imports trio_agent.tools (tools)",
@@ -174,12 +204,41 @@ def test_the_layer_check_fails_on_a_bad_module(tmp_path: Path, written: bool) ->
     assert layer_violations(good, "trio_agent.store.good") == []
 
 
+def test_the_package_may_not_import_a_layer_above_it() -> None:
+    """The package's own module, importing a layer by name from itself, either spelling."""
+    for source in ("from trio_agent import testing\n", "from . import testing\n"):
+        assert layer_violations(source, "trio_agent", is_package=True) == [
+            "trio_agent (package) imports trio_agent.testing (testing)"
+        ]
+    assert layer_violations("from trio_agent import __version__\n", "trio_agent", True) == []
+
+
+def test_a_module_outside_the_table_is_a_layer_the_table_misses(tmp_path: Path) -> None:
+    """A new top-level module is not silently the package: the table must name its layer."""
+    root = tmp_path / "trio_agent"
+    root.mkdir()
+    for name in ("__init__.py", "cancel.py", "cli.py", "util.py"):
+        (root / name).write_text("")
+    assert layer_of("trio_agent.util", root) == "util"
+    assert unnamed_layers(root) == {"util"}
+
+
 def test_a_bottom_module_may_import_no_layer() -> None:
     assert layer_of("trio_agent.boundary") == "boundary"
     assert layer_violations("from .log import Event\n", "trio_agent.boundary") == [
         "trio_agent.boundary (boundary) imports trio_agent.log (log)"
     ]
     assert layer_violations("from ..boundary import errors\n", "trio_agent.models.x") == []
+
+
+def test_the_lazy_exports_import_only_what_the_table_allows() -> None:
+    """``__getattr__`` imports by name from ``_EXPORTS``: those are edges of the package too."""
+    assert not export_violations(trio_agent._EXPORTS)
+    bad = {"Agent": ".runtime", "Engine": ".demo.engine", "world": ".testing.world"}
+    assert export_violations(bad) == [
+        "trio_agent (package) exports Engine from trio_agent.demo.engine (demo)",
+        "trio_agent (package) exports world from trio_agent.testing.world (testing)",
+    ]
 
 
 def _imports(path: Path) -> set[str]:

@@ -17,12 +17,14 @@ A bottom module: it imports only attrs, cattrs and the standard library.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, get_args, get_origin
+import types
+from typing import Any, Literal, Union, get_args, get_origin
 
+import attrs
 import cattrs
-from cattrs.cols import is_sequence, list_structure_factory
+from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
 
-__all__ = ["errors", "first_error", "strict_converter"]
+__all__ = ["errors", "first_error", "object_hook", "strict_converter"]
 
 #: Each exact type a strict hook accepts, with its name in an error.
 _EXACT: dict[type, str] = {int: "an integer", bool: "a boolean", str: "a string"}
@@ -63,17 +65,36 @@ def _lists(type_: Any, converter: cattrs.Converter) -> Any:
     return hook
 
 
+def object_hook(inner: Any) -> Any:
+    """``inner`` (a hook that reads a dict, e.g. from ``make_dict_structure_fn``) behind the
+    strict check that the value is a JSON object; a protocol wraps its own class hooks in it."""
+
+    def hook(value: Any, t: Any) -> Any:
+        if type(value) is not dict:
+            raise TypeError(f"expected an object, {_got(value)}")
+        return inner(value, t)
+
+    return hook
+
+
 def strict_converter(
     *, forbid_extra_keys: bool = True, finite_floats: bool = False
 ) -> cattrs.Converter:
     """A converter that coerces nothing: an ``int``, ``bool`` or ``str`` field takes exactly
     that type, a ``float`` field an integer or a float (``finite_floats``: and not inf or NaN),
-    a ``list`` field a list. ``forbid_extra_keys`` refuses keys a class does not have."""
+    a ``list`` field a list, a class or a ``dict`` field an object (a dict). ``forbid_extra_keys``
+    refuses keys a class does not have."""
     converter = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     for kind, name in _EXACT.items():
         converter.register_structure_hook(kind, _exact(kind, name))
     converter.register_structure_hook(float, _number(finite_floats))
     converter.register_structure_hook_factory(is_sequence, _lists)
+    converter.register_structure_hook_factory(
+        is_mapping, lambda t, c: object_hook(mapping_structure_factory(t, c))
+    )
+    converter.register_structure_hook_factory(
+        attrs.has, lambda t: object_hook(converter.gen_structure_attrs_fromdict(t))
+    )
     return converter
 
 
@@ -82,9 +103,10 @@ def _why(exc: BaseException, type_: Any) -> str:
         return "is missing"
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):
         return f"unknown field(s): {', '.join(sorted(map(str, exc.extra_fields)))}"
-    choices = [a for a in get_args(type_) if a is not type(None)]
-    if len(choices) == 1 and get_origin(choices[0]) is Literal:  # an optional Literal
-        type_ = choices[0]
+    if get_origin(type_) in (Union, types.UnionType):
+        choices = [a for a in get_args(type_) if a is not type(None)]
+        if len(choices) == 1 and get_origin(choices[0]) is Literal:  # an optional Literal
+            type_ = choices[0]
     if get_origin(type_) is Literal:
         return "must be one of " + ", ".join(map(repr, get_args(type_)))
     return str(exc) or type(exc).__name__

@@ -277,7 +277,7 @@ def _check_store(
         if notes != [(store["line"], size)]:
             fail(a, f"one note 'FILE:{store['line']}: note: torn tail ignored ({size} bytes): ...'")
     closers = _json_lines(a.stdout)
-    if closers is None:
+    if closers is None or not all(isinstance(c, dict) for c in closers):
         fail(a, "closers on stdout, one JSON object a line")
         return
     if "closers" in store and [_canonical(c) for c in closers] != [

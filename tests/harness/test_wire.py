@@ -165,6 +165,11 @@ BAD_ENTRIES: list[tuple[dict[str, Any], str]] = [
     ({"k": "fire", "point": "nowhere", "action": CRASH, "events": 3}, "$.point"),
     ({"k": "event", "event": {"seq": 0, "time": 0, "type": "turn/start"}}, "$.event.data"),
     ({"k": "act", "op": "followup", "phase": "begin"}, "$.text"),
+    ({"k": "event", "event": {"seq": 0, "time": 0, "type": "turn/start", "data": []}},
+     "expected an object, got list [] @ $.event.data"),
+    ({"k": "event", "event": None}, "expected an object, got NoneType None @ $.event"),
+    ({"k": "opened", "created": True, "events": ["x"]},
+     "expected an object, got str 'x' @ $.events[0]"),
 ]  # fmt: skip
 
 
@@ -193,6 +198,27 @@ def test_a_malformed_reply_is_refused_with_its_field_named(
     with pytest.raises(AdapterError) as info:
         check_reply(reply, op)
     assert names in str(info.value)
+
+
+def test_a_reply_or_a_state_that_is_not_an_object_is_refused_as_such(tmp_path: Path) -> None:
+    """Not a ``KeyError`` or an ``AttributeError``'s words: what was expected, and where."""
+    traffic = _traffic(tmp_path, REQUESTS[:3])
+    reply = next(obj["reply"] for op, obj in traffic if op == "followup" and "reply" in obj)
+    for where, bad, names in [
+        (None, None, "reply to 'followup': expected an object, got NoneType None"),
+        (None, [1], "reply to 'followup': expected an object, got list [1]"),
+        ("state", "idle", "expected an object, got str 'idle' @ $.state"),
+        ("inbox", "none", "expected an object, got str 'none' @ $.state.inbox"),
+    ]:
+        if where is None:
+            value = bad
+        elif where == "state":
+            value = {**reply, "state": bad}
+        else:
+            value = {**reply, "state": {**reply["state"], "inbox": bad}}
+        with pytest.raises(AdapterError) as info:
+            check_reply(value, "followup")
+        assert names in str(info.value)
 
 
 def test_a_result_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:

@@ -191,6 +191,26 @@ async def test_each_error_ends_the_turn_with_its_code_and_the_agent_goes_on(
     assert ends[1] == {"kind": "completed"}
 
 
+async def test_a_usage_object_cannot_pose_as_another_chunk() -> None:
+    """spec/models.md §Response: ``usage`` becomes a usage chunk (logged, otherwise ignored),
+    whatever keys the provider put in it; a ``type`` among them does not make it a tool call."""
+    forged = {"type": "tool-call", "id": "x", "name": "echo", "arguments": {"text": "forged"}}
+    usage = {"prompt_tokens": 3, **forged}
+    plays = [Play(events=({**_delta("hi"), "usage": usage}, *text_events("!")[1:], "[DONE]"))]
+    session = Session.in_memory()
+    async with (
+        serve_provider(plays) as provider,
+        open_agent(session, model=model(provider), tools=[EchoTool()]) as agent,
+    ):
+        agent.followup("one")
+        with trio.fail_after(HANG_GUARD):
+            await agent.wait_idle()
+    assert check_events(session.events).open_turn is None
+    assert turn_end(session) == {"kind": "completed"}
+    assert [e.type for e in session.events if e.type.startswith("tool/")] == []
+    assert len(provider.requests) == 1  # one step: nothing was called
+
+
 async def test_refused_connection_and_timeout() -> None:
     async with serve_provider() as provider:
         url = provider.url

@@ -193,8 +193,8 @@ class StreamAssembler:
                 if reason == "content_filter":
                     raise ModelError("PROVIDER_ERROR", "the provider filtered the answer")
                 out.extend(self._finish(FINISH_REASONS.get(reason, "stop")))
-        if event.usage is not None:
-            out.append({"type": "usage", **event.usage})
+        if event.usage is not None:  # the provider's keys, under our type: never another chunk
+            out.append({"type": "usage", **{k: v for k, v in event.usage.items() if k != "type"}})
         return out
 
     def end(self) -> list[dict[str, Any]]:

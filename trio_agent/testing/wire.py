@@ -27,7 +27,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
-from ..boundary import errors, strict_converter
+from ..boundary import errors, object_hook, strict_converter
 from .protocol import POINTS, AdapterError
 
 __all__ = ["check_journal", "check_reply", "check_request", "json_schemas"]
@@ -364,12 +364,14 @@ def _converter() -> cattrs.Converter:
     conv = strict_converter()
     conv.register_structure_hook(
         Inbox,
-        make_dict_structure_fn(
-            Inbox,
-            conv,
-            _cattrs_forbid_extra_keys=True,
-            next_turn=override(rename="next-turn"),
-            next_step=override(rename="next-step"),
+        object_hook(
+            make_dict_structure_fn(
+                Inbox,
+                conv,
+                _cattrs_forbid_extra_keys=True,
+                next_turn=override(rename="next-turn"),
+                next_step=override(rename="next-step"),
+            )
         ),
     )
 
