@@ -88,7 +88,7 @@ def test_a_crash_kills_a_wrapped_runtime_whole(tmp_path: Path) -> None:
     log = tmp_path / "s" / "session.jsonl"
     log.parent.mkdir()
     try:
-        assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"]
+        assert adapter.request({"op": "start", "log": str(log), "create": True, "plan": []})["ok"]
         assert adapter.request({"op": "followup", "text": "hi"})["ok"]
         proc = adapter._proc
         assert proc is not None

@@ -40,10 +40,18 @@ def test_bad_requests_get_an_error_reply_not_a_dead_server(tmp_path: Path) -> No
         assert adapter.request({"op": "hello"})["ok"] is True
         assert adapter.request({"op": "followup", "text": "x"})["ok"] is False  # no world
         log = tmp_path / "s" / "session.jsonl"
-        assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"] is True
+        assert (
+            adapter.request({"op": "start", "log": str(log), "create": True, "plan": []})["ok"]
+            is True
+        )
         assert adapter.request({"op": "nope"})["ok"] is False
         assert adapter.request({"op": "tool", "decision": "finish"})["ok"] is False  # no job
         assert adapter.request({"op": "arm", "point": "nowhere", "action": {}})["ok"] is False
+        # A malformed request is refused with the field and why, and the world stays as it was.
+        refused = adapter.request({"op": "advance", "ticks": 1})
+        assert refused["ok"] is False and "is missing @ $.seconds" in refused["error"], refused
+        refused = adapter.request({"op": "cancel", "cause": "esc", "keep_inbox": False})
+        assert refused["ok"] is False and "$.cause" in refused["error"], refused
         assert adapter.request({"op": "followup", "text": "still alive"})["ok"] is True
     finally:
         adapter.close()
@@ -51,7 +59,7 @@ def test_bad_requests_get_an_error_reply_not_a_dead_server(tmp_path: Path) -> No
 
 SCRIPT: list[dict[str, Any]] = [
     {"op": "followup", "text": "one"},
-    {"op": "advance", "ticks": 8},
+    {"op": "advance", "ticks": 8, "seconds": 1},
     {"op": "tool", "decision": "finish"},
     {"op": "steer", "text": "two"},
     {
@@ -59,10 +67,10 @@ SCRIPT: list[dict[str, Any]] = [
         "point": "tool/call:after",
         "action": {"kind": "cancel", "cause": "user", "keep_inbox": True},
     },
-    {"op": "advance", "ticks": 6},
+    {"op": "advance", "ticks": 6, "seconds": 1},
     {"op": "inject", "text": "three"},
     {"op": "followup", "text": "four"},
-    {"op": "advance", "ticks": 12},
+    {"op": "advance", "ticks": 12, "seconds": 1},
     {"op": "flush"},
     {"op": "arm", "point": "step/end:after", "action": {"kind": "crash", "after_write": False}},
     {"op": "tool", "decision": "fail"},
@@ -73,14 +81,14 @@ SCRIPT: list[dict[str, Any]] = [
 #: second cancel of the cancelled controller, a latched followup and its replayed run.
 HELD_SCRIPT: list[dict[str, Any]] = [
     {"op": "followup", "text": "one"},
-    {"op": "advance", "ticks": 2},
+    {"op": "advance", "ticks": 2, "seconds": 1},
     {"op": "cancel", "cause": "user", "keep_inbox": True, "settle": False},
     {"op": "cancel", "cause": "parent", "keep_inbox": True, "settle": False},
     {"op": "steer", "text": "two"},
     {"op": "followup", "text": "three"},
-    {"op": "advance", "ticks": 30},
+    {"op": "advance", "ticks": 30, "seconds": 1},
     {"op": "tool", "decision": "finish"},
-    {"op": "advance", "ticks": 30},
+    {"op": "advance", "ticks": 30, "seconds": 1},
 ]
 
 
@@ -141,7 +149,9 @@ def test_a_crash_after_a_write_that_the_disk_refuses_still_dies(tmp_path: Path) 
         log = tmp_path / type(adapter).__name__ / "s" / "session.jsonl"
         log.parent.mkdir(parents=True)
         try:
-            assert adapter.request({"op": "start", "log": str(log), "create": True})["ok"]
+            assert adapter.request({"op": "start", "log": str(log), "create": True, "plan": []})[
+                "ok"
+            ]
             assert adapter.request({"op": "disk", "fail": 1})["ok"]
             crash = {"kind": "crash", "after_write": True}
             assert adapter.request({"op": "arm", "point": "flush", "action": crash})["ok"]

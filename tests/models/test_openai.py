@@ -192,7 +192,7 @@ async def test_each_error_ends_the_turn_with_its_code_and_the_agent_goes_on(
 
 
 async def test_a_usage_object_cannot_pose_as_another_chunk() -> None:
-    """spec/models.md §Response: ``usage`` becomes a usage chunk (logged, otherwise ignored),
+    """spec/models.md §OpenAIChatModel: ``usage`` becomes a usage chunk (logged, otherwise ignored),
     whatever keys the provider put in it; a ``type`` among them does not make it a tool call."""
     forged = {"type": "tool-call", "id": "x", "name": "echo", "arguments": {"text": "forged"}}
     usage = {"prompt_tokens": 3, **forged}

@@ -10,27 +10,32 @@ one to stdout at once, so the entries written before a real SIGKILL still reach 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
+import attrs
 import trio
 
-from .protocol import POINTS, PROTOCOL, Reply
+from .protocol import POINTS, PROTOCOL, AdapterError, Reply
+from .wire import (
+    AdvanceRequest,
+    ApprovalRequest,
+    ArmRequest,
+    BareRequest,
+    CancelRequest,
+    DiskRequest,
+    HelloRequest,
+    SendRequest,
+    StartRequest,
+    ToolRequest,
+    parse_request,
+)
 from .world import World
 
 __all__ = ["WorldHost"]
 
-_CAUSES: Final = ("user", "parent")
-
 
 class RequestError(ValueError):
     """A request that does not fit the protocol or the world's current state."""
-
-
-def _bool(message: dict[str, Any], key: str, default: bool = False) -> bool:
-    value = message.get(key, default)
-    if type(value) is not bool:
-        raise RequestError(f"{key} must be a boolean")
-    return value
 
 
 class WorldHost:
@@ -76,108 +81,81 @@ class WorldHost:
         return {"ok": True, "result": result, "state": state, "crashed": False}
 
     async def _dispatch(self, message: dict[str, Any]) -> Any:
-        op = message.get("op")
-        if op == "hello":
+        try:
+            request = parse_request(message)
+        except AdapterError as exc:  # worded for the driver: "protocol: request ...: ... @ $.x"
+            raise RequestError(str(exc)) from None
+        if isinstance(request, HelloRequest):
             return {"protocol": PROTOCOL, "implementation": self._implementation, "points": POINTS}
-        if op == "start":
-            return await self._start(message)
+        if isinstance(request, StartRequest):
+            return await self._start(request)
         world = self.world
         if world is None or world.done.is_set():
-            raise RequestError(f"{op!r} needs a running world: send start first")
-        if op in ("followup", "steer", "inject"):
-            text = message.get("text")
-            if type(text) is not str:
-                raise RequestError("text must be a string")
-            result: Any = {"id": world.send(op, text)}
-        elif op == "cancel":
-            cause = message.get("cause", "user")
-            if cause not in _CAUSES:
-                raise RequestError(f"cause must be one of {_CAUSES}")
-            keep_inbox = _bool(message, "keep_inbox")
-            settle = _bool(message, "settle", True)
-            where = world.where()
-            hit = world.cancel(cause, keep_inbox, where=f"now:{where}")
-            result = {"hit": hit, "where": where}
-            if not settle:
-                self.held = True  # reply before the cancelled run unwinds
+            raise RequestError(f"{request.op!r} needs a running world: send start first")
+        result: Any = None
+        match request:
+            case SendRequest(op=op, text=text):
+                result = {"id": world.send(op, text)}
+            case CancelRequest(cause=cause, keep_inbox=keep_inbox, settle=settle):
+                where = world.where()
+                hit = world.cancel(cause, keep_inbox, where=f"now:{where}")
+                result = {"hit": hit, "where": where}
+                if not settle:
+                    self.held = True  # reply before the cancelled run unwinds
+                    return result
+            case AdvanceRequest(ticks=ticks, seconds=seconds):
+                if not 1 <= ticks <= 1000:
+                    raise RequestError("ticks must be an integer in 1..1000")
+                if not 0 < seconds <= 3600:
+                    raise RequestError("seconds must be a number in (0, 3600]")
+                clock = trio.lowlevel.current_clock()
+                for _ in range(ticks):
+                    clock.jump(float(seconds))  # type: ignore[attr-defined]
+                    await world.settle()
+                    if world.dead:
+                        break
+                return None
+            case ToolRequest(decision=decision):
+                result = {"call": world.decide("tool", decision)}
+            case ApprovalRequest(decision=decision):
+                result = {"call": world.decide("approval", decision)}
+            case DiskRequest(fail=fail):
+                if not 0 <= fail <= 100:
+                    raise RequestError("fail must be an integer in 0..100")
+                world.ops.fail_next += fail
+            case ArmRequest(point=point, action=action):
+                world.arm(point, attrs.asdict(action))
+            case BareRequest(op="flush"):
+                self._nursery.start_soon(world.flush_task)
+            case BareRequest(op="shutdown"):
+                world.stop.set()
+                for _ in range(100):
+                    await world.settle()
+                    if world.done.is_set() or world.dead:
+                        break
+                    await trio.sleep(0)
+                else:
+                    raise RuntimeError(
+                        "the world did not shut down (something waits on virtual time)"
+                    )
+                return {"closed_ok": world.closed_ok}
+            case BareRequest(op="crash"):
+                result = {"where": world.where()}
+                world.crash()
                 return result
-        elif op == "advance":
-            ticks = message.get("ticks", 1)
-            seconds = message.get("seconds", 1.0)
-            if type(ticks) is not int or not 1 <= ticks <= 1000:
-                raise RequestError("ticks must be an integer in 1..1000")
-            if type(seconds) not in (int, float) or not 0 < seconds <= 3600:
-                raise RequestError("seconds must be a number in (0, 3600]")
-            clock = trio.lowlevel.current_clock()
-            for _ in range(ticks):
-                clock.jump(float(seconds))  # type: ignore[attr-defined]
-                await world.settle()
-                if world.dead:
-                    break
-            return None
-        elif op in ("tool", "approval"):
-            decision = message.get("decision")
-            allowed = ("finish", "fail") if op == "tool" else ("allow", "deny")
-            if decision not in allowed:
-                raise RequestError(f"decision must be one of {allowed}")
-            result = {"call": world.decide(op, decision)}
-        elif op == "flush":
-            self._nursery.start_soon(world.flush_task)
-            result = None
-        elif op == "disk":
-            fail = message.get("fail")
-            if type(fail) is not int or not 0 <= fail <= 100:
-                raise RequestError("fail must be an integer in 0..100")
-            world.ops.fail_next += fail
-            result = None
-        elif op == "arm":
-            point = message.get("point")
-            action = message.get("action")
-            if point not in POINTS:
-                raise RequestError(f"unknown point {point!r}")
-            if not isinstance(action, dict) or action.get("kind") not in ("crash", "cancel"):
-                raise RequestError("action must be {kind: crash|cancel, ...}")
-            if action["kind"] == "cancel":
-                if action.get("cause") not in _CAUSES:
-                    raise RequestError(f"cause must be one of {_CAUSES}")
-                _bool(action, "keep_inbox")
-            else:
-                _bool(action, "after_write")
-            world.arm(point, action)
-            result = None
-        elif op == "shutdown":
-            world.stop.set()
-            for _ in range(100):
-                await world.settle()
-                if world.done.is_set() or world.dead:
-                    break
-                await trio.sleep(0)
-            else:
-                raise RuntimeError("the world did not shut down (something waits on virtual time)")
-            return {"closed_ok": world.closed_ok}
-        elif op == "crash":
-            result = {"where": world.where()}
-            world.crash()
-            return result
-        else:
-            raise RequestError(f"unknown op {op!r}")
+            case _:  # bye is the serving loop's, never the world's
+                raise RequestError(f"unknown op {request.op!r}")
         await world.settle()
         return result
 
-    async def _start(self, message: dict[str, Any]) -> Any:
+    async def _start(self, request: StartRequest) -> Any:
         old = self.world
         if old is not None and not old.done.is_set():
             raise RequestError("a world is already running: shutdown or crash it first")
-        log = message.get("log")
-        plan = message.get("plan", [])
-        if type(log) is not str:
-            raise RequestError("log must be a path string")
-        if not isinstance(plan, list) or not all(type(p) is str for p in plan):
-            raise RequestError("plan must be a list of menu names")
         world = World(
-            log_path=log,
-            create=_bool(message, "create"),
-            plan=plan,
+            log_path=request.log,
+            create=request.create,
+            plan=request.plan,
             emit=self._emit,
             on_crash=self._crashed,
         )

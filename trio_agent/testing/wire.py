@@ -11,7 +11,8 @@ for ports; ``tests/harness/test_wire.py`` keeps the two in agreement on real tra
 Unknown keys are refused everywhere and no value is coerced
 (:func:`trio_agent.boundary.strict_converter`): a port's typo in an optional key, or a string
 where the schema says an array, must not pass silently. The machine itself keeps working on
-the plain dicts once checked.
+the plain dicts once checked. Our own adapter (:class:`~trio_agent.testing.host.WorldHost`)
+structures every request it receives with :func:`parse_request` and acts on the class.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import types
 import typing
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 import cattrs
@@ -30,7 +31,16 @@ from cattrs.gen import make_dict_structure_fn, override
 from ..boundary import errors, object_hook, strict_converter
 from .protocol import POINTS, AdapterError
 
-__all__ = ["check_journal", "check_reply", "check_request", "json_schemas"]
+__all__ = [
+    "Request",
+    "check_journal",
+    "check_reply",
+    "check_request",
+    "json_schemas",
+    "parse_request",
+]
+
+T = TypeVar("T")
 
 Point = Literal[
     "turn/start:before",
@@ -391,9 +401,9 @@ _CONVERTER: Final = _converter()
 assert tuple(Point.__args__) == POINTS  # type: ignore[attr-defined]
 
 
-def _structure(value: Any, cls: type, what: str) -> None:
+def _structure(value: Any, cls: type[T], what: str) -> T:
     try:
-        _CONVERTER.structure(value, cls)
+        return _CONVERTER.structure(value, cls)
     except Exception as exc:  # cattrs raises groups of per-field errors
         if isinstance(exc, cattrs.BaseValidationError):
             detail = "; ".join(f"{why} @ {path}" for path, why in errors(exc))
@@ -530,13 +540,28 @@ _REQUESTS: Final[dict[str, type]] = {
 }
 
 
-def check_request(request: Any) -> None:
-    """Raise :class:`AdapterError` unless ``request`` is a request of spec/harness.md."""
+#: One request of spec/harness.md §Requests, structured.
+Request = (
+    HelloRequest | StartRequest | SendRequest | CancelRequest | AdvanceRequest | ToolRequest
+    | ApprovalRequest | DiskRequest | ArmRequest | BareRequest
+)  # fmt: skip
+
+
+def parse_request(request: Any) -> Request:
+    """``request`` (a decoded JSON line) as its class of spec/harness.md §Requests; raise
+    :class:`AdapterError` naming the field and why unless it is one."""
     op = request.get("op") if isinstance(request, dict) else None
     cls = _REQUESTS.get(op) if isinstance(op, str) else None
     if cls is None:
         raise AdapterError(f"protocol: unknown request {op!r}")
-    _structure(request, cls, f"request {op}")
+    parsed: Request = _structure(request, cls, f"request {op}")
+    return parsed
+
+
+def check_request(request: Any) -> None:
+    """Raise :class:`AdapterError` unless ``request`` is a request of spec/harness.md (the
+    driver checks each request it sends)."""
+    parse_request(request)
 
 
 # -- the same shapes as JSON Schema, for ports (spec/schema/harness/) ---------------------------
