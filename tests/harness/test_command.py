@@ -128,3 +128,73 @@ def test_no_reply_says_what_probably_happened(tmp_path: Path, script: str, says:
         adapter.close()
     assert "no reply to 'hello' within 15s" in str(info.value)
     assert says in str(info.value)
+
+
+#: A port: our server behind a relay that spoils one line, the second journal entry of the
+#: first request after ``start`` that writes two: ``cut`` leaves it not JSON, ``entry``
+#: gives it an unknown kind, ``exit`` writes nothing more and exits with 3 instead. It dies
+#: the way its runtime died.
+SPOILING_PORT = r"""
+import json, os, signal, subprocess, sys, threading
+mode, command = sys.argv[1], sys.argv[2:]
+child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def feed():
+    for line in sys.stdin.buffer:
+        child.stdin.write(line); child.stdin.flush()
+    child.stdin.close()
+threading.Thread(target=feed, daemon=True).start()
+replies = entries = 0
+spoiled = False
+for line in child.stdout:
+    obj = json.loads(line)
+    if "reply" in obj:
+        replies, entries = replies + 1, 0
+    elif replies and not spoiled:
+        entries += 1
+        if entries == 2:
+            spoiled = True
+            if mode == "exit":
+                os._exit(3)
+            if mode == "cut":
+                line = line.rstrip(b"\n")[:-5] + b"\n"
+            else:
+                obj["journal"]["k"] = "bogus"
+                line = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+if child.wait() == -signal.SIGKILL:
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "fail", "marked"),
+    [
+        ("cut", "protocol: a line that is not JSON", '!! offending line: \'{"journal":'),
+        ("entry", "protocol: unknown journal entry bogus", '!! offending line: \'{"journal":'),
+        ("exit", "the implementation exited with 3", "!! no reply: the implementation exited"),
+    ],
+)
+def test_the_report_shows_the_line_that_broke_the_protocol(
+    tmp_path: Path, mode: str, fail: str, marked: str
+) -> None:
+    """The wire traffic of a request the driver gave up on ends with the journal entries
+    it received and the offending line, marked, not with the bare request."""
+    port = tmp_path / "port.py"
+    port.write_text(SPOILING_PORT)
+    result = harness("--examples", "3", "--seed", "1", port=[PY, str(port), mode, *SERVER])
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert f"FAIL: AdapterError: {fail}" in out, out
+    traffic = out.split("wire traffic of that run", 1)[1].split("\nreproduce:", 1)[0]
+    lines = [line.strip() for line in traffic.splitlines()[1:] if line.strip()]
+    last = max(i for i, line in enumerate(lines) if line.startswith("> "))
+    request, received = lines[last], lines[last + 1 :]
+    assert request.startswith('> {"op":"followup"'), out
+    # The entry that came before the spoiled one, then the spoiled line (or the exit), last.
+    assert len(received) == 2, out
+    assert received[0].startswith('{"k":"act","op":"followup","phase":"begin"'), out
+    assert received[1].startswith(marked), out
+    if mode == "entry":
+        assert '"k":"bogus"' in received[1], out
+    if mode == "cut":
+        assert '"type":"agent/inbox/spliced"' in received[1], out

@@ -3,8 +3,9 @@
 Runs the Hypothesis state machine (:mod:`~trio_agent.testing.machine`) against ``CMD`` over
 the JSON-lines pipe (:class:`~trio_agent.testing.pipe.PipeAdapter`), then prints the
 per-point coverage table. On a failure it prints what was wrong, the shrunk rules, the tail
-of the wire traffic of the shrunk run (requests, journal entries, replies) and the command
-that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 for a usage error.
+of the wire traffic of the shrunk run (requests, journal entries, replies; a request with no
+reply ends with the entries it received and the line that broke the protocol) and the
+command that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 for a usage error.
 
 Hypothesis runs the machine as the tests do (``machine.run_machine``: ``deadline=None``, no
 example database, no wall-clock limit on shrinking): no verdict and no shrunk example depends
@@ -91,7 +92,11 @@ def run_harness(
     print(f"\nshrunk to {len(machine.last_trace)} rules:", file=out)
     for rule in machine.last_trace:
         print(f"    {rule}", file=out)
-    print("\nwire traffic of that run, last lines (> request, journal, < reply):", file=out)
+    print(
+        "\nwire traffic of that run, last lines (> request, journal, < reply,"
+        " !! the line that broke the protocol or why there was no reply):",
+        file=out,
+    )
     for line in machine.last_transcript:
         print(f"    {line}", file=out)
     repro = [

@@ -60,7 +60,7 @@ from .checks import (
     tear_last_line,
 )
 from .plan import MENU_NAMES
-from .protocol import POINTS, Adapter, Reply
+from .protocol import POINTS, Adapter, AdapterError, Reply
 from .refmodel import ModelViolation, ReferenceModel
 from .wire import check_request
 
@@ -88,6 +88,13 @@ def _compact(value: Any) -> str:
     return text if len(text) <= 400 else text[:400] + "..."
 
 
+def _raw_line(line: bytes) -> str:
+    """A line the implementation wrote, as received: quoted, so that a stray space, ``\\r`` or
+    byte order mark shows, undecodable bytes escaped, its newline dropped."""
+    text = repr(line.removesuffix(b"\n").decode(errors="backslashreplace"))
+    return text if len(text) <= 400 else text[:400] + "..."
+
+
 causes = st.sampled_from(["user", "parent"])
 tears = st.none() | st.integers(min_value=0, max_value=1 << 16)
 actions = st.one_of(
@@ -104,7 +111,10 @@ class HarnessMachine(RuleBasedStateMachine):
     #: The rules of the most recent run (after a failure: the shrunk counterexample).
     last_trace: ClassVar[list[str]] = []
     #: The last :data:`TRANSCRIPT_LINES` lines of the most recent run's wire traffic:
-    #: ``> request``, ``  journal entry``, ``< reply`` (the journal tail of a failure).
+    #: ``> request``, ``  journal entry``, ``< reply`` (the journal tail of a failure); a
+    #: request the adapter gave up on (:class:`AdapterError`) ends with the entries it did
+    #: receive and ``!! offending line: '...'`` (the raw line that broke the protocol) or
+    #: ``!! no reply: ...`` (the implementation exited or went silent).
     last_transcript: ClassVar[deque[str]] = deque(maxlen=1)
 
     def __init__(self) -> None:
@@ -152,7 +162,19 @@ class HarnessMachine(RuleBasedStateMachine):
     def _send(self, message: dict[str, Any]) -> Reply:
         check_request(message)
         self.transcript.append("> " + _compact(message))
-        reply = self.adapter.request(message)
+        try:
+            reply = self.adapter.request(message)
+        except AdapterError as exc:
+            # The request never got its reply: keep what it did receive, so the report ends
+            # with the entries before the break and the line that broke the protocol.
+            for entry in exc.journal:
+                self.transcript.append("  " + _compact(entry))
+            if exc.line is not None:
+                self.transcript.append("!! offending line: " + _raw_line(exc.line))
+            else:
+                why = (str(exc).splitlines() or [""])[0].rstrip(":")
+                self.transcript.append("!! no reply: " + why)
+            raise
         for entry in reply.get("journal", ()):
             self.transcript.append("  " + _compact(entry))
         self.transcript.append(

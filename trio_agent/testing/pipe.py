@@ -156,7 +156,7 @@ class PipeAdapter:
             try:
                 line = self._lines.get(timeout=self._timeout)
             except queue.Empty:
-                raise AdapterError(self._no_reply(message, journal)) from None
+                raise AdapterError(self._no_reply(message, journal), journal=journal) from None
             if line is None:
                 code = self._reap()
                 crash_fired = any(_is_crash_fire(e) for e in journal)
@@ -165,25 +165,42 @@ class PipeAdapter:
                     return {"ok": True, "crashed": True, "journal": journal, "state": None}
                 raise AdapterError(
                     f"the implementation exited with {code} during {message.get('op')!r}:\n"
-                    + self._stderr_tail()
+                    + self._stderr_tail(),
+                    journal=journal,
                 )
             try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raise AdapterError(f"protocol: a line that is not JSON: {line[:200]!r}") from None
-            if not isinstance(obj, dict) or len(obj) != 1:
-                raise AdapterError(f"unexpected line from the implementation: {line[:200]!r}")
-            if "journal" in obj:
-                check_journal(obj["journal"])  # a malformed entry is named here, not later
-                journal.append(obj["journal"])
-            elif "reply" in obj:
-                reply: Reply = obj["reply"]
-                check_reply(reply, str(message.get("op")))
-                reply["journal"] = journal
-                reply.setdefault("crashed", False)
+                reply = self._read_line(line, message, journal)
+            except AdapterError as exc:
+                # What this request received, for the failure report: the entries accepted
+                # so far and the line that broke the protocol.
+                exc.journal, exc.line = list(journal), line
+                raise
+            if reply is not None:
                 return reply
-            else:
-                raise AdapterError(f"unexpected line from the implementation: {line!r}")
+
+    @staticmethod
+    def _read_line(
+        line: bytes, message: dict[str, Any], journal: list[dict[str, Any]]
+    ) -> Reply | None:
+        """Take one line of an answer: a journal entry is checked and appended to
+        ``journal``; the reply is checked and returned, the journal in it."""
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise AdapterError(f"protocol: a line that is not JSON: {line[:200]!r}") from None
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise AdapterError(f"unexpected line from the implementation: {line[:200]!r}")
+        if "journal" in obj:
+            check_journal(obj["journal"])  # a malformed entry is named here, not later
+            journal.append(obj["journal"])
+            return None
+        if "reply" in obj:
+            reply: Reply = obj["reply"]
+            check_reply(reply, str(message.get("op")))
+            reply["journal"] = journal
+            reply.setdefault("crashed", False)
+            return reply
+        raise AdapterError(f"unexpected line from the implementation: {line!r}")
 
     def _no_reply(self, message: dict[str, Any], journal: list[dict[str, Any]]) -> str:
         """Why there was no reply, as far as the driver can tell (a safety net, not a

@@ -8,6 +8,7 @@ format of spec/harness.md to be driven by the same machine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 __all__ = [
@@ -65,7 +66,24 @@ Reply = dict[str, Any]
 
 
 class AdapterError(RuntimeError):
-    """The driven implementation refused a request, broke the protocol, or hung."""
+    """The driven implementation refused a request, broke the protocol, or hung.
+
+    Raised in the middle of a request, it carries what that request received before it
+    gave up: ``journal``, the entries already accepted, and ``line``, the raw line that broke
+    the protocol (``None`` when none did: the implementation exited or went silent). The
+    state machine puts both in its wire transcript, so a failure report shows the bad line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        journal: Sequence[dict[str, Any]] = (),
+        line: bytes | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.journal: list[dict[str, Any]] = list(journal)
+        self.line = line
 
 
 class Adapter(Protocol):
