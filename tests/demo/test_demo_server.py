@@ -181,6 +181,33 @@ async def test_bad_messages_get_error_frames_and_the_connection_goes_on(
         await next_of(ws, "pong")
 
 
+async def test_every_malformed_frame_is_worded_as_a_bad_message(server: ServerProcess) -> None:
+    """A frame that is not a client message, whatever is wrong with it, gets one wording:
+    ``bad message: ...``, with the offending field when there is one."""
+    async with client(server) as ws:
+        bad: list[tuple[Any, str | None]] = [
+            ("not json", None),
+            ("[1, 2]", None),
+            (b"\x00\x01binary", None),
+            ("{}", "type"),
+            ('{"type": 7}', "type"),
+            ({"type": "frobnicate"}, "type"),
+            ({"type": "select"}, "scenario"),
+            ({"type": "select", "scenario": "nope"}, "scenario"),
+            ({"type": "ping", "extra": 1}, "extra"),
+            ({"type": "play", "dwell": -1}, "dwell"),
+        ]
+        for message, field in bad:
+            await send(ws, message)
+            error = await next_of(ws, "error")
+            assert error["message"].startswith("bad message: "), (message, error)
+            assert error["field"] == field, (message, error)
+            if field is not None:
+                assert field in error["message"], (message, error)
+        await send(ws, {"type": "ping"})
+        await next_of(ws, "pong")
+
+
 async def test_oversized_message_closes_with_1009_and_server_stays_up(
     server: ServerProcess,
 ) -> None:

@@ -3,7 +3,8 @@
 Every frame a client sends is a JSON object whose ``type`` picks one class of
 :data:`CLIENT_MESSAGES` (a tagged union on ``"type"``); every other field is checked against that
 class: a missing field, an extra field or a value of the wrong type or range is refused by
-:func:`parse` with a :class:`BadMessage` naming the field, before any handler sees the message.
+:func:`parse` with a :class:`BadMessage` naming the field, before any handler sees the message;
+every such refusal is worded ``bad message: ...`` (:class:`BadMessage` adds the prefix).
 So no value a client can send reaches the server's code untyped.
 
 Every frame the server sends is one of :data:`ServerMessage`, unstructured by the same converter
@@ -27,9 +28,14 @@ MAX_DWELL: Final = 30.0
 
 
 class BadMessage(Exception):
-    """A client frame that is not a valid message; ``field`` names the offending field."""
+    """A client frame that is not a valid message; ``field`` names the offending field.
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    The one place a bad client frame is worded: ``what`` is what is wrong with it, and
+    ``message``, what the client gets in its ``error`` frame, is ``bad message: <what>``.
+    """
+
+    def __init__(self, what: str, field: str | None = None) -> None:
+        message = f"bad message: {what}"
         super().__init__(message)
         self.message = message
         self.field = field
@@ -141,18 +147,18 @@ converter: Final = strict_converter(finite_floats=True)
 def parse(text: str | bytes) -> ClientMessage:
     """One client frame -> its message; :class:`BadMessage` (naming the field) if it is not one."""
     if isinstance(text, bytes):
-        raise BadMessage("bad message: binary frames are not accepted; send JSON text")
+        raise BadMessage("binary frames are not accepted; send JSON text")
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise BadMessage("bad message: not JSON") from None
+        raise BadMessage("not JSON") from None
     if not isinstance(obj, dict):
-        raise BadMessage(f'bad message: expected a JSON object with a "type", got {_kind(obj)}')
+        raise BadMessage(f'expected a JSON object with a "type", got {_kind(obj)}')
     kind = obj.get("type")
     if not isinstance(kind, str):
         if "type" not in obj:
-            raise BadMessage('bad message: "type" is missing', "type")
-        raise BadMessage(f'bad message: "type" must be a string, got {_kind(kind)}', "type")
+            raise BadMessage('"type" is missing', "type")
+        raise BadMessage(f'"type" must be a string, got {_kind(kind)}', "type")
     cls = CLIENT_MESSAGES.get(kind)
     if cls is None:
         choices = ", ".join(CLIENT_MESSAGES)
@@ -165,15 +171,13 @@ def parse(text: str | bytes) -> ClientMessage:
         if field is None and len(extra := sorted(set(fields) - set(attrs.fields_dict(cls)))):
             field = extra[0]
         where = f"{kind}.{field}" if field else kind
-        raise BadMessage(f"bad message: {where}: {what}", field) from None
+        raise BadMessage(f"{where}: {what}", field) from None
     if (
         isinstance(message, Play)
         and message.dwell is not None
         and not 0 <= message.dwell <= MAX_DWELL
     ):
-        raise BadMessage(
-            f"bad message: play.dwell: must be seconds between 0 and {MAX_DWELL:g}", "dwell"
-        )
+        raise BadMessage(f"play.dwell: must be seconds between 0 and {MAX_DWELL:g}", "dwell")
     return message
 
 

@@ -15,8 +15,9 @@ Robustness (each rule has a regression test in ``tests/demo/test_demo_server.py`
 
 * Every client frame is structured into an attrs class (:mod:`.messages`, a tagged union on
   ``"type"``) before anything acts on it; a frame that is not one (not JSON, not an object, an
-  unknown ``type``, a missing, extra or mistyped field) gets an ``error`` frame naming the field
-  and the connection goes on.
+  unknown ``type``, a missing, extra or mistyped field) gets an ``error`` frame worded
+  ``bad message: ...`` (:class:`.messages.BadMessage`) naming the field, and the connection
+  goes on.
 * Whatever fails while serving one connection (a failed handshake, garbage HTTP, a bug in a
   handler) ends that connection only, with one line on stderr and no traceback; every other
   client's run goes on. A handler's failure closes its websocket with 1011.
