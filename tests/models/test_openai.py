@@ -159,6 +159,15 @@ ERRORS = [
     (Play(status=500, body=b"upstream\nfailed"), "HTTP_500", "upstream failed"),
     (Play(events=({"error": {"message": "model overloaded", "code": "overloaded"}},)),
      "PROVIDER_ERROR", "model overloaded (overloaded)"),
+    # The code is shown as the provider sent it, whatever its shape: never refused, so the
+    # provider's message is never lost to a BAD_STREAM about its code.
+    (Play(events=({"error": {"message": "boom", "code": 429}},)), "PROVIDER_ERROR", "boom (429)"),
+    (Play(events=({"error": {"message": "boom", "code": {"x": 1}}},)), "PROVIDER_ERROR",
+     'boom ({"x":1})'),
+    (Play(events=({"error": {"message": "boom", "code": True}},)), "PROVIDER_ERROR",
+     "boom (true)"),
+    (Play(events=({"error": {"message": "boom", "code": "rate\nlimited"}},)), "PROVIDER_ERROR",
+     "boom (rate limited)"),
     (Play(events=("{not json",)), "BAD_STREAM", "not JSON"),
     (Play(events=({"choices": [{"index": 0, "delta": {"content": 5}}]},)), "BAD_STREAM",
      "content"),

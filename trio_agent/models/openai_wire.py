@@ -3,7 +3,8 @@
 :func:`request_body` maps a :class:`~trio_agent.models.base.ModelRequest` to the JSON body of
 ``POST /chat/completions`` with ``stream: true``; :class:`StreamAssembler` turns the data of
 each server-sent event into the model protocol's chunks. Provider payloads are attrs classes
-structured by cattrs, so a malformed event is refused with the field named. No trio, no I/O:
+structured by cattrs, so a malformed event is refused with the field named (a provider
+error's ``code`` excepted: it is shown as sent, see :class:`ProviderError`). No trio, no I/O:
 :mod:`trio_agent.models.openai` drives this over HTTP.
 """
 
@@ -117,9 +118,14 @@ class Choice:
 
 @attrs.frozen
 class ProviderError:
+    """The ``error`` object of an event. ``code`` is any JSON value, kept as the provider sent
+    it: it is only ever shown (:func:`_provider_error`), never acted on, so no shape of it
+    is refused. A refusal would be a ``BAD_STREAM`` about the code in place of the
+    provider's error, and its message, the one thing the user needs, would be lost."""
+
     message: str = ""
     type: str | None = None
-    code: str | int | None = None
+    code: Any = None
 
 
 @attrs.frozen
@@ -131,11 +137,19 @@ class StreamEvent:
     error: ProviderError | None = None
 
 
-#: Strict like every boundary (no value is coerced), but a provider's own keys are ignored.
+#: Strict like every boundary (no value is coerced), but a provider's own keys are ignored,
+#: and a provider error's ``code`` is taken as it is (:class:`ProviderError`).
 _CONVERTER: Final = strict_converter(forbid_extra_keys=False)
-_CONVERTER.register_structure_hook(
-    str | int | None, lambda v, _: v if v is None or type(v) in (str, int) else str(v)
-)
+
+
+def _provider_error(error: ProviderError) -> str:
+    """The one-line message of a provider's error: its message, then its code as sent (a
+    string as it is, any other JSON value as compact JSON: ``boom ({"x":1})``)."""
+    message = " ".join((error.message or "the provider failed").split())
+    if error.code is None:
+        return message
+    code = error.code if type(error.code) is str else orjson.dumps(error.code).decode()
+    return f"{message} ({' '.join(code.split())})"
 
 
 @attrs.define
@@ -179,9 +193,7 @@ class StreamAssembler:
             detail = "; ".join(f"{why} @ {path}" for path, why in errors(exc, "event"))
             raise ModelError("BAD_STREAM", f"a malformed event: {detail}") from None
         if event.error is not None:
-            code = f" ({event.error.code})" if event.error.code is not None else ""
-            message = " ".join((event.error.message or "the provider failed").split())
-            raise ModelError("PROVIDER_ERROR", f"{message}{code}")
+            raise ModelError("PROVIDER_ERROR", _provider_error(event.error))
         out: list[dict[str, Any]] = []
         for choice in event.choices[:1]:  # one completion is asked for (n = 1)
             if choice.delta.content:
