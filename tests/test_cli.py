@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli, one_line
 
 from trio_agent.cli import main
 from trio_agent.log import Header, encode_event, encode_header
@@ -184,18 +183,5 @@ def test_show_marks_synthetic_closers(crashed: str) -> None:
 
 def test_console_entry_point_has_no_traceback(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER + b"[1, 2]\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trio_agent", "check", path],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 1
-    assert proc.stderr == f"{path}:2: seq ?: I0: an event must be a JSON object\n"
-    proc = subprocess.run(
-        [sys.executable, "-m", "trio_agent", "frobnicate"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    assert one_line(cli("check", path), 1) == f"{path}:2: seq ?: I0: an event must be a JSON object"
+    assert one_line(cli("frobnicate"), 2)

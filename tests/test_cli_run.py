@@ -17,9 +17,9 @@ import pytest
 from support.cli import CLI
 from support.cli import cli as run_cli
 from support.polling import HANG_GUARD
+from support.proc import in_group
 
 from trio_agent.log import scan_log
-from trio_agent.tools.procgroup import group_members
 
 
 @pytest.fixture
@@ -71,12 +71,12 @@ def test_ctrl_c_cancels_the_running_turn_and_the_next_turn_runs(
 ) -> None:
     send(cli, "sleep 30")
     pgid = spawned_pgid(read_until(cli, "tool/spawned"))
-    assert group_members(pgid), "the tool's group should be running"
+    assert in_group(pgid), "the tool's group should be running"
     cli.send_signal(signal.SIGINT)
     after = read_until(cli, "turn/end 1")
     assert any("ABORTED" in line for line in after)
     assert "ABORTED" in after[-1]
-    assert group_members(pgid) == [], "the whole group is gone once turn/end is written"
+    assert in_group(pgid) == [], "the whole group is gone once turn/end is written"
     send(cli, "echo second")
     read_until(cli, "turn/end 2 COMPLETED")
     assert cli.stdin is not None
@@ -98,7 +98,7 @@ def test_second_ctrl_c_exits_after_a_graceful_shutdown(
     read_until(cli, "turn/end 1")
     cli.send_signal(signal.SIGINT)  # idle now: leave
     assert cli.wait(HANG_GUARD) == 130
-    assert group_members(pgid) == []
+    assert in_group(pgid) == []
     scan = scan_log(log_of(tmp_path), strict=True)
     assert scan.checker.balanced
     # The user's cancel dropped the queued follow-up (default: inbox cleared).
@@ -132,10 +132,10 @@ def test_a_resumed_crashed_session_says_what_the_cold_open_did(
     call_id = lines[-1].split()[2]
     cli.kill()  # a real kill -9: the tool's group lives on in its own session
     cli.wait()
-    assert group_members(pgid), "the orphan should outlive the agent"
+    assert in_group(pgid), "the orphan should outlive the agent"
     try:
         again = run_cli("run", "--root", str(tmp_path))
-        assert group_members(pgid) == [], "the cold open stops the orphaned group"
+        assert in_group(pgid) == [], "the cold open stops the orphaned group"
     finally:
         with contextlib.suppress(ProcessLookupError):  # only if the test failed
             os.killpg(pgid, signal.SIGKILL)

@@ -12,19 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli
+from support.polling import HANG_GUARD
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
+#: A hang guard only: the slowest run here (every vector through our CLI) takes some 20 s.
+GUARD = 10 * HANG_GUARD
 
 
 def conform(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "trio_agent", "conform", *args, "--", *port],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    return cli("conform", *args, "--", *port, cwd=ROOT, guard=GUARD)
 
 
 def test_our_cli_passes_every_vector() -> None:

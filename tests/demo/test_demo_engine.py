@@ -13,6 +13,7 @@ from typing import Any
 
 import trio
 from demo_helpers import HANG_GUARD
+from support.proc import in_group
 
 from trio_agent.demo.engine import Driver, Run, open_run
 from trio_agent.demo.scenarios import (
@@ -29,7 +30,6 @@ from trio_agent.log import (
     fold_consumed_work,
     scan_log,
 )
-from trio_agent.tools.procgroup import group_members
 
 
 class Played:
@@ -145,7 +145,7 @@ async def test_esc_scenario_log_and_runtime() -> None:
     ]
     assert [d["text"] for d in rt["dropped"]] == [QUEUED_REQUEST, SAME_TICK_REQUEST]
     group = rt["groups"][0]
-    assert not group["alive"] and group_members(group["pgid"]) == []
+    assert not group["alive"] and in_group(group["pgid"]) == []
     assert rt["current"] is None and rt["status"] == "idle"
 
 
@@ -180,7 +180,7 @@ async def test_kill_scenario_completes_the_crashed_turn() -> None:
     # The orphaned group was alive after the kill and is gone after the restart.
     group = snap["runtime"]["groups"][0]
     assert group["wasOrphaned"] and not group["alive"]
-    assert group_members(spawned.data["pgid"]) == []
+    assert in_group(spawned.data["pgid"]) == []
 
     # Every byte written before the crash is still there, and a later turn completes.
     end2 = p.of("turn/end")[1]
@@ -227,10 +227,10 @@ async def test_teardown_mid_tool_leaves_nothing(leak_guard: str) -> None:
                 driver.step()
                 await run.wait_until(lambda: driver.completed >= 1, "the turn to start")
                 pgid = run.find("tool/spawned")[0].data["pgid"]
-                assert group_members(pgid)
+                assert in_group(pgid)
                 nursery.cancel_scope.cancel()
             run_dir = run.dir
-    assert pgid is not None and group_members(pgid) == []
+    assert pgid is not None and in_group(pgid) == []
     assert not run_dir.exists()
 
 
@@ -248,6 +248,6 @@ async def test_teardown_after_kill_stops_the_orphan() -> None:
                     driver.step()
                     await run.wait_until(lambda n=n: driver.completed >= n, "a step")
                 pgid = run.find("tool/spawned")[0].data["pgid"]
-                assert group_members(pgid)  # orphaned, still running
+                assert in_group(pgid)  # orphaned, still running
                 nursery.cancel_scope.cancel()
-    assert group_members(pgid) == []
+    assert in_group(pgid) == []

@@ -18,11 +18,10 @@ import trio
 import trio_websocket
 from demo_helpers import HANG_GUARD, ServerProcess, http, server_process
 from support.polling import until
-from support.proc import children_of
+from support.proc import children_of, in_group
 from support.procenv import child_env
 
 from trio_agent.demo.server import MAX_MESSAGE
-from trio_agent.tools.procgroup import group_members
 
 
 @pytest.fixture
@@ -233,7 +232,7 @@ async def _start_tool(ws: trio_websocket.WebSocketConnection) -> dict[str, Any]:
 
 async def _gone(pids: list[int], pgid: int, server_pid: int) -> None:
     def gone() -> bool:
-        return not (group_members(pgid) or children_of(server_pid) or any(map(group_members, pids)))
+        return not (in_group(pgid) or children_of(server_pid) or any(map(in_group, pids)))
 
     await until(gone, guard=HANG_GUARD, period=0.05)
 
@@ -256,7 +255,7 @@ async def test_client_disconnecting_mid_scenario_stops_its_processes(
         state = await _start_tool(ws)
         worker = state["runtime"]["workers"][0]["pid"]
         pgid = state["runtime"]["groups"][0]["pgid"]
-        assert group_members(pgid) and children_of(server.proc.pid) == [worker]
+        assert in_group(pgid) and children_of(server.proc.pid) == [worker]
         if how == "close":
             await ws.aclose()
         await stream.aclose()  # for "drop": no close frame, the TCP connection just goes away
@@ -287,7 +286,7 @@ async def test_several_clients_each_get_their_own_run(server: ServerProcess) -> 
         await send(b, {"type": "ping"})
         await next_of(b, "pong")
         pgid_b = sb["runtime"]["groups"][0]["pgid"]
-        assert group_members(pgid_b), "client b's tool was touched by client a's Esc"
+        assert in_group(pgid_b), "client b's tool was touched by client a's Esc"
 
 
 async def test_switching_scenario_replaces_the_run(server: ServerProcess) -> None:
@@ -297,7 +296,7 @@ async def test_switching_scenario_replaces_the_run(server: ServerProcess) -> Non
         await send(ws, {"type": "select", "scenario": "kill"})
         state = await state_where(ws, lambda s: s["scenario"]["name"] == "kill" and s["ready"])
         assert state["log"]["path"] != first["log"]["path"]
-        assert group_members(pgid) == []
+        assert in_group(pgid) == []
         assert len(children_of(server.proc.pid)) == 1
 
 

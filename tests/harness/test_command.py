@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli
+from support.polling import HANG_GUARD
 from support.proc import in_group
 
 from trio_agent.testing.pipe import PipeAdapter
@@ -22,16 +24,12 @@ from trio_agent.testing.protocol import AdapterError
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [PY, "-m", "trio_agent.testing.adapter_server"]
+#: A hang guard only: the slowest run here (finding and shrinking a failing run) takes a minute.
+GUARD = 10 * HANG_GUARD
 
 
 def harness(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [PY, "-m", "trio_agent", "harness", *args, "--", *port],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    return cli("harness", *args, "--", *port, cwd=ROOT, guard=GUARD)
 
 
 def test_our_runtime_passes_through_the_command() -> None:

@@ -14,11 +14,12 @@ from typing import Any
 
 import trio
 from support.polling import until
+from support.proc import in_group, tagged
 
 from trio_agent.log import check_events
 from trio_agent.store import JsonlStore
 from trio_agent.testing.provider import Play, serve_provider, text_events, tool_call_events
-from trio_agent.tools.procgroup import group_members, identity_marker, marked_processes
+from trio_agent.tools.procgroup import MARKER_VAR, identity_marker
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A hang guard only: every wait below is for a condition that comes; this bounds a bug.
@@ -80,13 +81,13 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
                 assert spawned["callId"] == "call_k9"
                 pgid, marker = spawned["pgid"], identity_marker(spawned["identity"])
                 assert marker is not None
-                assert group_members(pgid)  # the sleep is running
+                assert in_group(pgid)  # the sleep is running
                 agent.send_signal(signal.SIGKILL)
                 with trio.fail_after(HANG_GUARD):
                     await agent.wait()
             assert agent.returncode == -signal.SIGKILL
             # The dead agent's tool lives on: it has its own session and process group.
-            assert group_members(pgid)
+            assert in_group(pgid)
             assert not any(e["type"] == "tool/result" for e in durable_events(log))
 
             # Reopen in a new process: the cold open repairs the log, then the next turn runs.
@@ -98,15 +99,15 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
             requests = provider.requests
     finally:
         os.close(write_end)
-        for pid in marked_processes(marker) if marker is not None else []:
+        for pid in tagged(MARKER_VAR, marker) if marker is not None else []:
             os.kill(pid, signal.SIGKILL)  # only after a failure: the test's own sleep
     err = done.stderr.decode()
     assert done.returncode == 0, err
     assert "Traceback" not in done.stdout.decode() + err
 
     # Recovery stopped the orphan: nothing of its group, nothing carrying its marker, is left.
-    assert group_members(pgid) == []
-    assert marked_processes(marker) == []
+    assert in_group(pgid) == []
+    assert tagged(MARKER_VAR, marker) == {}
 
     # The log: the placeholder answers call_k9, then the resumed turn completed.
     async with JsonlStore(root) as store:

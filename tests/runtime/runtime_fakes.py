@@ -7,7 +7,7 @@ test says.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -16,7 +16,7 @@ import trio
 from trio_agent.log.events import Event
 from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.models.base import ModelRequest, StepContext
-from trio_agent.runtime import Hooks, Reject, TurnContext
+from trio_agent.runtime import Agent, Hooks, Reject, TurnContext
 from trio_agent.store import Session
 from trio_agent.tools.base import ToolCall, ToolContext, ToolOutcome
 
@@ -223,6 +223,25 @@ class SeamHooks(Hooks):
         await self._maybe_hold("turn_stopping", ctx)
         if self.on_turn_stopping is not None:
             self.on_turn_stopping(ctx)
+
+
+def steering_once(agent: Callable[[], Agent], text: str) -> SeamHooks:
+    """Hooks that, the first time a turn would stop, steer ``text`` into it (and never again).
+
+    ``agent`` is called only then, so it may name an agent opened after the hooks are made:
+    ``steering_once(lambda: agent, "continue")`` before ``open_agent(..., hooks=hooks)``.
+    """
+    hooks = SeamHooks()
+    steered = False
+
+    def steer_once(ctx: TurnContext) -> None:
+        nonlocal steered
+        if not steered:
+            steered = True
+            agent().steer(text)
+
+    hooks.on_turn_stopping = steer_once
+    return hooks
 
 
 # -- session ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from runtime_fakes import (
     call,
     finish,
     shape,
+    steering_once,
     text,
     turn_ends,
     user_texts,
@@ -341,16 +342,7 @@ async def test_max_tokens_is_sticky_and_drops_tool_calls() -> None:
     # the cut-off step's tool calls never run; a steered continuation that completes
     # does not overwrite max-tokens; the next turn starts fresh.
     session = Session.in_memory()
-    hooks = SeamHooks()
-    steered = False
-
-    def steer_once(ctx: Any) -> None:
-        nonlocal steered
-        if not steered:
-            steered = True
-            agent.steer("continue")
-
-    hooks.on_turn_stopping = steer_once
+    hooks = steering_once(lambda: agent, "continue")
     model = ScriptedModel(
         [
             {
@@ -377,16 +369,7 @@ async def test_after_a_cut_off_step_a_tool_call_still_earns_its_follow_up() -> N
     # K12: sticky max-tokens changes only the turn's reason. Step 1 is cut off (its call is
     # dropped), a steer continues the turn, step 2 calls a tool, and step 3 answers it.
     session = Session.in_memory()
-    hooks = SeamHooks()
-    steered = False
-
-    def steer_once(ctx: Any) -> None:
-        nonlocal steered
-        if not steered:
-            steered = True
-            agent.steer("continue")
-
-    hooks.on_turn_stopping = steer_once
+    hooks = steering_once(lambda: agent, "continue")
     model = ScriptedModel(
         [
             {

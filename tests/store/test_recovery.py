@@ -12,6 +12,7 @@ import trio
 from store_helpers import assert_valid_balanced, sha256
 from store_workload import workload
 from support.polling import until
+from support.proc import has_env, in_group, tagged
 
 from trio_agent.log import (
     OTHER_HOST_TEXT,
@@ -302,7 +303,7 @@ async def _until_marked(pid: int, marker: str) -> None:
     no marker, so recovery could not yet prove the process ours."""
     from trio_agent.tools import procgroup
 
-    await until(lambda: procgroup.carries_marker(pid, marker))
+    await until(lambda: has_env(pid, procgroup.MARKER_VAR, marker))
 
 
 async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:
@@ -362,8 +363,8 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
         assert "another host (boot id 00000000-0000-4000-8000-00000000b007)" in content
         assert report.stopped == {}
         # Nothing was signalled: the process that matches everything but the boot id runs on.
-        assert proc.returncode is None and procgroup.group_members(proc.pid) == [proc.pid]
-        assert procgroup.marked_processes(marker) == [proc.pid]
+        assert proc.returncode is None and in_group(proc.pid) == [proc.pid]
+        assert list(tagged(procgroup.MARKER_VAR, marker)) == [proc.pid]
         # Repairing the repaired log yields nothing more.
         assert not (await repair_file(path, reap_orphans=procgroup.reap_orphans)).changed
     finally:
@@ -406,7 +407,7 @@ async def test_a_forged_record_never_gets_a_strangers_group_killed(
         report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
         result = next(e for e in report.closers if e.type == "tool/result")
         assert not result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
-        assert stranger.returncode is None and procgroup.group_members(stranger.pid)
+        assert stranger.returncode is None and in_group(stranger.pid)
         assert procgroup.carries_marker(stranger.pid, "0" * 16) is False
     finally:
         stranger.kill()

@@ -1,6 +1,11 @@
 """``/proc`` probes, independent of the code under test (which has its own in
 ``trio_agent.tools.procgroup``).
 
+Each probe reads ``/proc`` itself and imports nothing from ``trio_agent``: a test that checks
+"the group is gone" or "nothing carries the marker" with these does not take the answer from
+the census it is testing (``group_members``, ``marked_processes``, ``carries_marker``), so a
+bug there that misses processes cannot make such a test pass.
+
 A leak guard gives each test a fresh tag in an environment variable; every process the test
 starts inherits it, whatever group, session or parent it ends up in, so :func:`tagged` finds
 any survivor. Zombies have no environment left: :func:`zombie_children` finds those.
@@ -42,14 +47,23 @@ def cmdline(pid: int) -> str:
     return read_proc(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
 
 
+def has_env(pid: int, var: str, value: str) -> bool:
+    """The environment ``pid`` was started with (``/proc/<pid>/environ``) has ``var=value``.
+
+    The test-side twin of ``procgroup.carries_marker``, written apart from it so a test that
+    waits for a process to carry a marker does not lean on the check it tests.
+    """
+    return f"\0{var}={value}\0".encode() in b"\0" + read_proc(f"/proc/{pid}/environ")
+
+
 def tagged(var: str, tag: str) -> dict[int, str]:
-    """Live processes (other than this one) whose environment has ``var=tag``: pid -> cmdline."""
-    needle = f"\0{var}={tag}\0".encode()
+    """Live processes (other than this one) whose environment has ``var=tag``: pid -> cmdline.
+
+    With ``var`` the call marker's variable, the test-side twin of
+    ``procgroup.marked_processes``."""
     me = os.getpid()
     return {
-        pid: cmdline(pid)
-        for pid in pids()
-        if pid != me and needle in b"\0" + read_proc(f"/proc/{pid}/environ") and alive(pid)
+        pid: cmdline(pid) for pid in pids() if pid != me and has_env(pid, var, tag) and alive(pid)
     }
 
 
@@ -72,13 +86,17 @@ def zombie_children() -> set[int]:
 
 
 def in_group(pgid: int) -> list[int]:
-    """Live (not zombie) members of process group ``pgid``."""
+    """Live (not zombie) members of process group ``pgid``, sorted.
+
+    The test-side twin of ``procgroup.group_members`` (same answer, same order), read from
+    ``/proc/<pid>/stat`` here so "the group is gone" is not the census under test speaking.
+    """
     out = []
     for pid in pids():
         fields = stat_fields(pid)
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             out.append(pid)
-    return out
+    return sorted(out)
 
 
 def children_of(pid: int) -> list[int]:

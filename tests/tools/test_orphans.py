@@ -15,7 +15,7 @@ import sys
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive
+from support.proc import alive, in_group
 from tools_testlib import (
     PONG_CHILD,
     LineReader,
@@ -28,7 +28,6 @@ from tools_testlib import (
 
 from trio_agent.tools.procgroup import (
     MARKER_VAR,
-    group_members,
     identity_marker,
     new_marker,
     parse_identity,
@@ -41,10 +40,10 @@ async def _runtime_killed_mid_tool(script: str) -> tuple[int, str]:
     """Start the runtime stand-in running ``script``, SIGKILL it once its tool group has three
     members, return the orphaned (pgid, identity)."""
     pgid, identity, runtime_pid = await runtime_killed_mid_tool(
-        script, lambda pgid, _: len(group_members(pgid)) >= 3
+        script, lambda pgid, _: len(in_group(pgid)) >= 3
     )
     # The runtime is dead; the group it started lives on, now parented elsewhere.
-    assert len(group_members(pgid)) == 3
+    assert len(in_group(pgid)) == 3
     assert ppid(pgid) != runtime_pid
     # The recorded identity is the leader's plus the call's marker (spec/tools.md §3).
     assert process_identity(pgid) == identity.rsplit(":", 1)[0]
@@ -58,7 +57,7 @@ async def test_kill_9_leaves_the_group_and_recovery_stops_it() -> None:
     assert outcome.status == "stopped" and len(outcome.members) == 3
     assert outcome.report is not None
     assert outcome.report.term_sent and not outcome.report.kill_needed
-    assert group_members(pgid) == []
+    assert in_group(pgid) == []
 
 
 async def test_recovery_kills_an_orphan_that_ignores_sigterm() -> None:
@@ -66,7 +65,7 @@ async def test_recovery_kills_an_orphan_that_ignores_sigterm() -> None:
     outcome = await reap_orphan_group(pgid, identity, grace=0.1)
     assert outcome.status == "stopped"
     assert outcome.report is not None and outcome.report.kill_needed
-    assert group_members(pgid) == []
+    assert in_group(pgid) == []
 
 
 async def test_recorded_identity_that_does_not_match_is_left_alone() -> None:
@@ -139,7 +138,7 @@ async def test_a_zombie_leaders_marked_members_are_ours() -> None:
     await wait_members(leader.pid, 1)
     outcome = await reap_orphan_group(leader.pid, identity, grace=10)
     assert outcome.status == "stopped" and len(outcome.members) == 1
-    assert group_members(leader.pid) == []
+    assert in_group(leader.pid) == []
     assert await leader.wait() == 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive
+from support.proc import alive, in_group
 from tools_testlib import state, wait_members
 
 from trio_agent.tools.procgroup import (
@@ -75,21 +75,24 @@ def test_malformed_identity_is_rejected() -> None:
 
 async def test_members_of_a_tree_and_not_the_zombie_leader() -> None:
     proc = await _spawn(["bash", "-c", "sleep 100 & sleep 100 & wait"])
+    # wait_members counts with the tests' own /proc probe; group_members must agree with it.
     members = await wait_members(proc.pid, 3)
+    assert group_members(proc.pid) == members
     assert proc.pid in members and len(members) == 3
     report = await terminate_group(proc.pid, leader=proc, grace=10)
-    assert group_members(proc.pid) == []
+    assert in_group(proc.pid) == [] and group_members(proc.pid) == []
     assert report.members_seen == tuple(members)
 
     # A leader that exited is a zombie until reaped: it no longer counts as a member.
     proc = await _spawn(["bash", "-c", "sleep 100 & exit 0"])
     await _wait_exited_unreaped(proc)
     members = await wait_members(proc.pid, 1)
+    assert group_members(proc.pid) == members
     assert proc.pid not in members and len(members) == 1
     report = await terminate_group(proc.pid, leader=proc, grace=10)
     assert report.leader_exit_code == 0 and report.term_sent and not report.kill_needed
     assert report.members_seen == tuple(members)
-    assert group_members(proc.pid) == []
+    assert in_group(proc.pid) == [] and group_members(proc.pid) == []
 
 
 async def test_terminate_group_that_honours_sigterm() -> None:
@@ -99,7 +102,7 @@ async def test_terminate_group_that_honours_sigterm() -> None:
     assert report.leader_exit_signal == signal.SIGTERM and report.leader_exit_code is None
     assert report.group_gone and report.members_seen == (proc.pid,)
     assert proc.returncode == -signal.SIGTERM  # reaped by terminate_group
-    assert group_members(proc.pid) == []
+    assert in_group(proc.pid) == []
 
 
 async def test_terminate_group_that_ignores_sigterm_needs_sigkill() -> None:
@@ -110,15 +113,15 @@ async def test_terminate_group_that_ignores_sigterm_needs_sigkill() -> None:
     assert report.term_sent and report.kill_needed
     assert report.leader_exit_signal == signal.SIGKILL
     assert len(report.members_seen) == 2 and report.group_gone
-    assert group_members(proc.pid) == []
+    assert in_group(proc.pid) == []
 
 
 async def test_stopped_member_is_continued_and_honours_sigterm() -> None:
     proc = await _spawn(["bash", "-c", "sleep 100 & kill -STOP $!; wait"])
-    await until(lambda: any(state(p) == "T" for p in group_members(proc.pid)))
+    await until(lambda: any(state(p) == "T" for p in in_group(proc.pid)))
     report = await terminate_group(proc.pid, leader=proc, grace=10)
     assert report.term_sent and not report.kill_needed  # SIGCONT let it act on SIGTERM
-    assert group_members(proc.pid) == []
+    assert in_group(proc.pid) == []
 
 
 async def test_terminate_group_already_empty_sends_no_sigterm() -> None:
@@ -137,7 +140,7 @@ async def test_terminate_group_works_under_a_cancelled_shield() -> None:
         outer.cancel()
         with trio.CancelScope(shield=True):
             report = await terminate_group(proc.pid, leader=proc, grace=10)
-    assert report.group_gone and group_members(proc.pid) == []
+    assert report.group_gone and in_group(proc.pid) == []
 
 
 async def test_refuses_to_signal_reserved_or_own_groups() -> None:

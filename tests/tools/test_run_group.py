@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive, tagged
+from support.proc import alive, in_group, tagged
 from tools_testlib import HANG_GUARD, TAG_VAR, Recorder, pgid_and_sid, ppid, wait_gone
 
 from trio_agent.tools.procgroup import (
     GroupResult,
     boot_id,
-    group_members,
     identity_marker,
     parse_identity,
     process_identity,
@@ -47,7 +46,7 @@ async def _cancel_when(
         with scope:
             await run_group(argv, **rec.callbacks(), **kwargs)
         # The guarantee under test: the moment the cancelled call is over, the group is gone.
-        left_at_return.extend(group_members(rec.pgid))
+        left_at_return.extend(in_group(rec.pgid))
 
     with trio.fail_after(HANG_GUARD):
         async with trio.open_nursery() as nursery:
@@ -61,7 +60,7 @@ async def _cancel_when(
 
 
 def _members_at_least(n: int) -> Callable[[Recorder], bool]:
-    return lambda rec: len(group_members(rec.pgid)) >= n
+    return lambda rec: len(in_group(rec.pgid)) >= n
 
 
 def _printed(marker: str) -> Callable[[Recorder], bool]:
@@ -104,7 +103,7 @@ async def test_cancel_reaches_a_double_forked_member_of_the_group() -> None:
     parents: list[int | None] = []
 
     def started(rec: Recorder) -> bool:
-        members = group_members(rec.pgid)
+        members = in_group(rec.pgid)
         parents[:] = [ppid(p) for p in members if p != rec.pgid]
         return "forked" in rec.text() and len(members) == 2
 
@@ -144,7 +143,7 @@ async def test_failing_callback_stops_the_group_and_propagates() -> None:
         await run_group(["bash", "-c", "sleep 100 & echo hi; wait"], **cbs)
     assert info.group_contains(RuntimeError, match="sink failed")
     assert len(rec.aborts) == 1
-    assert group_members(rec.pgid) == []
+    assert in_group(rec.pgid) == []
 
 
 # ---------------------------------------------------------------------------- normal exit
@@ -188,7 +187,7 @@ async def test_leftover_member_is_stopped_after_a_normal_exit() -> None:
     res = await _run(["bash", "-c", "sleep 100 & echo hi"], rec)
     assert rec.text() == "hi\n" and res.exit_code == 0
     assert len(res.stray_members) == 1 and res.term_sent and not res.kill_needed
-    assert group_members(res.pgid) == []
+    assert in_group(res.pgid) == []
 
 
 async def test_leftover_member_that_ignores_sigterm_is_killed() -> None:
@@ -198,7 +197,7 @@ async def test_leftover_member_that_ignores_sigterm_is_killed() -> None:
     res = await _run(["bash", "-c", script], rec, grace=0.1)
     assert rec.text() == "hi\n" and res.exit_code == 0
     assert len(res.stray_members) == 1 and res.kill_needed
-    assert group_members(res.pgid) == []
+    assert in_group(res.pgid) == []
 
 
 async def test_a_process_that_left_the_group_is_stopped_with_it(tmp_path: Path) -> None:
@@ -241,7 +240,7 @@ async def test_a_process_with_a_fresh_environment_escapes_but_cannot_hang_the_ca
     escaped = int(rec.text().split()[1])
     try:
         assert res.exit_code == 0 and res.pipes_held and res.escapees == ()
-        assert group_members(res.pgid) == [] and res.stray_members == ()
+        assert in_group(res.pgid) == [] and res.stray_members == ()
         assert alive(escaped) and pgid_and_sid(escaped) == (escaped, escaped)
     finally:
         os.kill(escaped, signal.SIGKILL)
@@ -253,7 +252,7 @@ async def test_timeout_stops_the_group() -> None:
     res = await _run(["bash", "-c", "sleep 100 & sleep 100 & wait"], rec, timeout=0.2)
     assert res.timed_out and res.term_sent
     assert res.exit_signal == signal.SIGTERM and res.stray_members == ()
-    assert group_members(res.pgid) == [] and rec.aborts == []
+    assert in_group(res.pgid) == [] and rec.aborts == []
 
 
 # ---------------------------------------------------------------------------- output

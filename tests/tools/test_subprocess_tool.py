@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import trio
 from support.polling import until
+from support.proc import in_group
 from tools_testlib import HANG_GUARD, Recorder
 
 from trio_agent.tools.base import Tool, ToolCall, ToolOutcome
-from trio_agent.tools.procgroup import group_members
 from trio_agent.tools.subprocess_tool import BadArguments, BashTool, SubprocessTool
 
 
@@ -24,7 +24,7 @@ async def _run(tool: Tool, arguments: Mapping[str, Any]) -> tuple[ToolOutcome, R
     with trio.fail_after(HANG_GUARD):
         outcome = await tool.run(_call(arguments, tool.name), ctx)
     for pgid, _ in ctx.spawns:
-        assert group_members(pgid) == []
+        assert in_group(pgid) == []
     return outcome, ctx
 
 
@@ -103,7 +103,7 @@ async def _cancelled(tool: Tool, command: str, ready: str) -> Recorder:
             await until(lambda: ready in ctx.text())
             scope.cancel()
     assert scope.cancelled_caught  # the body raised, as the loop expects
-    assert group_members(ctx.pgid) == []
+    assert in_group(ctx.pgid) == []
     assert len(ctx.details) == 1
     return ctx
 
@@ -160,7 +160,7 @@ async def test_spawn_gate_holds_the_command_until_tool_spawned_is_durable(tmp_pa
 
     def at_flush() -> tuple[bool, list[int]]:
         (pgid, _) = ctx.spawns[0]
-        return marker.exists(), group_members(pgid)
+        return marker.exists(), in_group(pgid)
 
     ctx.on_flush = at_flush
     with trio.fail_after(HANG_GUARD):
@@ -187,5 +187,5 @@ async def test_failed_flush_means_the_command_never_runs(tmp_path: Any) -> None:
         except* OSError as group:
             raised.extend(group.exceptions)
     assert [e.errno for e in raised if isinstance(e, OSError)] == [28]
-    assert group_members(ctx.pgid) == []
+    assert in_group(ctx.pgid) == []
     assert not marker.exists()

@@ -1,7 +1,7 @@
 """Shared helpers for the process-group tests: a recording tool context and /proc probes.
 
-Waiting helpers poll real /proc state (with tests/support's ``until`` and ``alive``);
-their bounds are hang guards only.
+Waiting helpers poll real /proc state (with tests/support's ``until``, ``alive`` and
+``in_group``); their bounds are hang guards only.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 import attrs
 import trio
 from support.polling import until
-from support.proc import alive, stat_fields
+from support.proc import alive, in_group, stat_fields
 from support.procenv import child_env
 
 from trio_agent.cancel import ControllerView
 from trio_agent.tools.base import Stream
-from trio_agent.tools.procgroup import GroupResult, group_members
+from trio_agent.tools.procgroup import GroupResult
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
 HANG_GUARD = 30.0
@@ -62,9 +62,10 @@ def pgid_and_sid(pid: int) -> tuple[int, int]:
 
 
 async def wait_members(pgid: int, count: int) -> list[int]:
-    """Wait until the group has at least ``count`` live members (the tree has started)."""
-    await until(lambda: len(group_members(pgid)) >= count)
-    return group_members(pgid)
+    """Wait until the group has at least ``count`` live members (the tree has started),
+    counted by the tests' own probe (:func:`support.proc.in_group`), not the census under test."""
+    await until(lambda: len(in_group(pgid)) >= count)
+    return in_group(pgid)
 
 
 async def wait_gone(pid: int) -> None:

@@ -67,7 +67,7 @@ class Header:
 
 @attrs.frozen
 class Message:
-    """A user message as queued in the inbox and entered into a step."""
+    """A user message, queued in the inbox and entered into a step (spec/log.md §Shared shapes)."""
 
     id: str = attrs.field(metadata=_ID)
     text: str
@@ -76,6 +76,8 @@ class Message:
 
 @attrs.frozen
 class ErrorInfo:
+    """``reason.error`` of an ``error`` turn: ``{code, message}`` (spec/log.md §``turn/end``)."""
+
     code: str
     message: str
 
@@ -94,12 +96,16 @@ class TurnEndReason:
 
 @attrs.frozen
 class TextBlock:
+    """A ``text`` content block of an assistant message (spec/log.md §Shared shapes)."""
+
     type: Literal["text"]
     text: str
 
 
 @attrs.frozen
 class ToolCallBlock:
+    """A ``tool-call`` content block: it requests a call (spec/log.md §Shared shapes)."""
+
     type: Literal["tool-call"]
     id: str = attrs.field(metadata=_ID)
     name: str = attrs.field(metadata=_ID)
@@ -108,18 +114,24 @@ class ToolCallBlock:
 
 @attrs.frozen
 class AssistantContent:
+    """An assistant ``message``: ``{id, content}`` (spec/log.md §``assistant/message``)."""
+
     id: str = attrs.field(metadata=_ID)
     content: list[TextBlock | ToolCallBlock] = attrs.field(factory=list)
 
 
 @attrs.frozen
 class TextDeltaChunk:
+    """A ``text-delta`` chunk of a model's stream (spec/log.md §Shared shapes)."""
+
     type: Literal["text-delta"]
     text: str
 
 
 @attrs.frozen
 class ToolCallChunk:
+    """A ``tool-call`` chunk of a model's stream (spec/log.md §Shared shapes)."""
+
     type: Literal["tool-call"]
     id: str = attrs.field(metadata=_ID)
     name: str = attrs.field(metadata=_ID)
@@ -128,6 +140,8 @@ class ToolCallChunk:
 
 @attrs.frozen
 class FinishChunk:
+    """A ``finish`` chunk: the model ended its output (spec/log.md §Shared shapes)."""
+
     type: Literal["finish"]
     reason: str
 
@@ -144,6 +158,8 @@ Chunk = TextDeltaChunk | ToolCallChunk | FinishChunk | OtherChunk
 
 @attrs.frozen
 class ResultError:
+    """``tool/result``'s ``error``: ``{code}`` (spec/log.md §``tool/result``)."""
+
     code: ResultCode
 
 
