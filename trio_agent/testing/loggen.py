@@ -176,13 +176,7 @@ class LogGenerator:
         """Run one call; return True if it was cancelled (later calls are then not dispatched)."""
         cid = call["id"]
         if aborted:
-            self._result(
-                turn,
-                step,
-                cid,
-                "Error: tool call aborted before dispatch",
-                "ABORTED_BEFORE_DISPATCH",
-            )
+            self._aborted_before_dispatch(turn, step, cid)
             return True
         if self.rng.random() < 0.2:
             aid = self._id("ap")
@@ -193,13 +187,7 @@ class LogGenerator:
                 self._result(turn, step, cid, "Error: denied by the user", "DENIED")
                 return False
             if outcome == "cancelled":
-                self._result(
-                    turn,
-                    step,
-                    cid,
-                    "Error: tool call aborted before dispatch",
-                    "ABORTED_BEFORE_DISPATCH",
-                )
+                self._aborted_before_dispatch(turn, step, cid)
                 return True
         self.emit(*build.tool_call(turn, step, cid, call["name"], call["arguments"]))
         if call["name"] == "bash":
@@ -221,6 +209,16 @@ class LogGenerator:
 
     def _result(self, turn: int, step: int, call_id: str, content: str, code: str) -> None:
         self.emit(*build.tool_result(turn, step, call_id, content, is_error=True, code=code))
+
+    def _aborted_before_dispatch(self, turn: int, step: int, call_id: str) -> None:
+        """The result of a call never dispatched (an aborted step, a cancelled approval)."""
+        self._result(
+            turn,
+            step,
+            call_id,
+            "Error: tool call aborted before dispatch",
+            "ABORTED_BEFORE_DISPATCH",
+        )
 
 
 def generate_log(seed: int, turns: int) -> list[Event]:
