@@ -32,6 +32,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --strict trio_agent
 
 test: lint
+	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m pytest -q -p no:cacheprovider

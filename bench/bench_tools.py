@@ -1,9 +1,12 @@
-"""Cancel → whole process group gone, measured on real process trees (spec/tools.md §4).
+"""Cancel → the call's whole tree gone, and the cost of containing it, on real process trees
+(spec/tools.md §4, §10).
 
 ``python -m bench tools``. For each run: start the tree with ``run_group``, wait until every
 process of it exists, then time from ``cancel()`` to the moment the cancelled ``run_group``
-call is over (by contract, the group is gone then; each run re-checks /proc to be sure).
-The floor is SIGKILL + reap of one plain child, measured the same way.
+call is over (by contract, the tree is gone then; each run re-checks /proc to be sure), under
+each containment: the PID namespace and the process-group fallback, side by side in one run.
+The floor is SIGKILL + reap of one plain child, measured the same way. The spawn overhead is a
+whole ``run_group`` of ``true`` under each containment beside a bare fork and exec of ``true``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from trio_agent.tools.procgroup import group_members, run_group
+from trio_agent.procs.census import group_members
+from trio_agent.procs.containment import namespace_refusal
+from trio_agent.tools.run_group import ProcessOptions, run_group
 
 RUNS = 200
 SMALL_GRACE = 0.05
@@ -44,6 +49,92 @@ async def _kill_one_child() -> float:
     return time.perf_counter() - start
 
 
+def _in_namespace(inode: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}/ns/pid").st_ino == inode:
+                    with open(f"/proc/{name}/stat", "rb") as f:
+                        if f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X"):
+                            found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def _namespace_below(pid: int) -> int | None:
+    ours = os.stat("/proc/self/ns/pid").st_ino
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    for child in children:
+        try:
+            inode = os.stat(f"/proc/{child}/ns/pid").st_ino
+        except OSError:
+            continue
+        if inode != ours:
+            return inode
+    return None
+
+
+async def _cancel_namespace(argv: list[str], grace: float) -> float:
+    """One run in a PID namespace: the seconds from cancel() to the end of the cancelled
+    run_group call (bwrap's init, bash and two sleeps: four processes in the namespace)."""
+    pgids: list[int] = []
+    found: list[int] = []
+    scope = trio.CancelScope()
+    finished = trio.Event()
+
+    async def tool() -> None:
+        with scope:
+            await run_group(
+                argv, on_spawned=lambda s: pgids.append(s.pgid), on_output=lambda s, t: None,
+                options=ProcessOptions(grace=grace, containment="required"),
+            )  # fmt: skip
+        finished.set()
+
+    def ready() -> bool:
+        if not pgids:
+            return False
+        if not found:
+            inode = _namespace_below(pgids[0])
+            if inode is None:
+                return False
+            found.append(inode)
+        return len(_in_namespace(found[0])) == 4
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tool)
+        await _until(ready)
+        start = time.perf_counter()
+        scope.cancel()
+        await finished.wait()
+        elapsed = time.perf_counter() - start
+    if _in_namespace(found[0]):
+        raise AssertionError(f"namespace {found[0]} still has processes after cancel returned")
+    return elapsed
+
+
+async def _spawn_true(containment: str) -> float:
+    """One whole run_group of ``true``: spawn, wait, stop, reap."""
+    start = time.perf_counter()
+    await run_group(
+        ["true"], on_spawned=lambda s: None, on_output=lambda s, t: None,
+        options=ProcessOptions(containment=containment),  # type: ignore[arg-type]
+    )  # fmt: skip
+    return time.perf_counter() - start
+
+
+async def _bare_true() -> float:
+    start = time.perf_counter()
+    proc = await trio.lowlevel.open_process(["true"])
+    await proc.wait()
+    return time.perf_counter() - start
+
+
 async def _cancel_group(argv: list[str], grace: float) -> float:
     """One run: the seconds from cancel() to the end of the cancelled run_group call."""
     pgids: list[int] = []
@@ -53,8 +144,8 @@ async def _cancel_group(argv: list[str], grace: float) -> float:
     async def tool() -> None:
         with scope:
             await run_group(
-                argv, on_spawned=lambda pgid, _: pgids.append(pgid), on_output=lambda s, t: None,
-                grace=grace,
+                argv, on_spawned=lambda s: pgids.append(s.pgid), on_output=lambda s, t: None,
+                options=ProcessOptions(grace=grace, containment="process-group"),
             )  # fmt: skip
         finished.set()
 
@@ -101,6 +192,27 @@ async def _main() -> None:
     ratio = statistics.median(ignore) / SMALL_GRACE
     _line("  overhead above the grace", over, f"   total = {ratio:.3f}x grace p50")
     print(f"  groups left with members after cancel: 0 of {2 * RUNS}", flush=True)
+
+    refusal = namespace_refusal()
+    if refusal is not None:
+        print(f"  PID namespace: not measured ({refusal})", flush=True)
+        return
+    ns_honour = await _sample(lambda: _cancel_namespace(HONOURS_TERM, grace=2.0))
+    ratio = statistics.median(ns_honour) / statistics.median(honour)
+    _line("namespace: honour SIGTERM (grace 2 s)", ns_honour, f"   = {ratio:.2f}x the group's p50")
+    ns_ignore = await _sample(lambda: _cancel_namespace(IGNORES_TERM, grace=SMALL_GRACE))
+    _line(f"namespace: ignore SIGTERM (grace {SMALL_GRACE * 1e3:g} ms)", ns_ignore)
+    over = [s - SMALL_GRACE for s in ns_ignore]
+    _line("  overhead above the grace", over)
+    print(f"  namespaces left with processes after cancel: 0 of {2 * RUNS}", flush=True)
+
+    bare = await _sample(_bare_true)
+    group = await _sample(lambda: _spawn_true("process-group"))
+    space = await _sample(lambda: _spawn_true("required"))
+    _line("spawn: bare fork + exec + reap of true", bare)
+    _line("spawn: run_group(true), process group", group)
+    extra = (statistics.median(space) - statistics.median(group)) * 1e3
+    _line("spawn: run_group(true), PID namespace", space, f"   +{extra:.2f} ms p50 over the group")
 
 
 def main() -> None:

@@ -16,20 +16,30 @@ from pathlib import Path
 import pytest
 from support.cli import CLI
 from support.cli import cli as run_cli
-from support.polling import HANG_GUARD
+from support.polling import HANG_GUARD, until_sync
 from support.proc import in_group
+from support.procenv import child_env
 
 from trio_agent.log import scan_log
+from trio_agent.procs.containment import POLICY_VAR
+
+
+@pytest.fixture(params=["pid-namespace", "process-group"])
+def containment(request: pytest.FixtureRequest) -> str:
+    """Each test runs with kernel containment and with the fallback (spec/tools.md §10)."""
+    return str(request.param)
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+def cli(tmp_path: Path, containment: str) -> Iterator[subprocess.Popen[str]]:
+    policy = "required" if containment == "pid-namespace" else "process-group"
     proc = subprocess.Popen(
         [*CLI, "run", "--root", str(tmp_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(**{POLICY_VAR: policy}),
     )
     yield proc
     if proc.poll() is None:
@@ -58,7 +68,7 @@ def send(proc: subprocess.Popen[str], line: str) -> None:
 
 def spawned_pgid(lines: list[str]) -> int:
     (line,) = [x for x in lines if "tool/spawned" in x]
-    return int(line.rsplit("pgid ", 1)[1])
+    return int(line.rsplit("pgid ", 1)[1].split()[0])
 
 
 def log_of(tmp_path: Path) -> bytes:
@@ -121,18 +131,25 @@ def test_every_printed_event_is_durable(cli: subprocess.Popen[str], tmp_path: Pa
 
 
 def test_a_resumed_crashed_session_says_what_the_cold_open_did(
-    cli: subprocess.Popen[str], tmp_path: Path
+    cli: subprocess.Popen[str], tmp_path: Path, containment: str
 ) -> None:
-    """After a kill -9 mid-tool, the next ``run`` names the placeholder, the closers and the
-    orphaned process group it stopped; the group is gone and the log is balanced."""
+    """After a kill -9 mid-tool, the next ``run`` names the placeholder, the closers and what
+    it found of the call: the orphaned process group it stopped (the fallback), or the PID
+    namespace that ended with the agent; the tree is gone and the log is balanced."""
     send(cli, "echo started; sleep 30")
-    # Its output is printed: the command is past the spawn gate, so it outlives the agent.
+    # Its output is printed: the command is past the spawn gate, so it ran.
     lines = read_until(cli, "tool/output")
     pgid = spawned_pgid(lines)
     call_id = lines[-1].split()[2]
-    cli.kill()  # a real kill -9: the tool's group lives on in its own session
+    assert f"pgid {pgid} ({containment})" in "\n".join(lines)
+    cli.kill()  # a real kill -9
     cli.wait()
-    assert in_group(pgid), "the orphan should outlive the agent"
+    if containment == "process-group":
+        assert in_group(pgid), "under the fallback the orphan outlives the agent"
+        found = f"stopped orphan group {pgid} (call {call_id})"
+    else:
+        until_sync(lambda: in_group(pgid) == [])  # the tree dies with the agent
+        found = f"call {call_id}: its PID namespace had ended with its runtime; nothing was left"
     try:
         again = run_cli("run", "--root", str(tmp_path))
         assert in_group(pgid) == [], "the cold open stops the orphaned group"
@@ -142,8 +159,7 @@ def test_a_resumed_crashed_session_says_what_the_cold_open_did(
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     summary = again.stderr.splitlines()[1]
     assert summary == (
-        f"  repaired: placeholder for call {call_id}, step/end, turn/end{{interrupted}}; "
-        f"stopped orphan group {pgid} (call {call_id})"
+        f"  repaired: placeholder for call {call_id}, step/end, turn/end{{interrupted}}; {found}"
     )
     assert "(placeholder)" in again.stderr
     scan = scan_log(log_of(tmp_path), strict=True)

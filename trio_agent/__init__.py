@@ -8,9 +8,12 @@ Layers, bottom first:
   boundary (provider payloads, the harness protocol, the demo's reports and websocket);
 * :mod:`trio_agent.filekind` -- a path that is not a regular file, in words (one wording for
   the store's and the command line's refusals);
+* :mod:`trio_agent.procs` -- a tool call's processes as the kernel sees them: the ``/proc``
+  census, kernel containment (a PID namespace, or the process-group fallback), termination,
+  and cold recovery's look for orphans;
 * :mod:`trio_agent.store` -- durable JSONL sessions, write-behind, cold-only repair;
 * :mod:`trio_agent.models`, :mod:`trio_agent.tools` -- the model and tool protocols, the
-  scripted model, in-process tools and process-group subprocess tools;
+  scripted model, in-process tools and contained subprocess tools;
 * :mod:`trio_agent.runtime` -- the agent: per-turn controllers, typed cancel, the turn loop;
 * :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
 * the command line (``cli``, ``cli_repair``, ``interactive``, ``clijson``, ``conform``,
@@ -25,17 +28,18 @@ any other import. ``package`` is this module (the public names below)::
     cancel       -
     boundary     -
     filekind     -
-    store        log filekind
-    tools        log cancel
+    procs        log
+    store        log filekind procs
+    tools        log cancel procs
     models       log cancel boundary
     runtime      log cancel store tools models
-    testing      log cancel boundary store tools models runtime
-    demo         log cancel boundary store tools models runtime
+    testing      log cancel boundary procs store tools models runtime
+    demo         log cancel boundary procs store tools models runtime
     package      log cancel store tools models runtime
     cli          * (the command line may import any layer and the package)
 
-Who opens a store hands it the orphan reaper (``trio_agent.tools.procgroup.reap_orphans``):
-the store sits below the tools layer and never reaches up for it.
+A store looks for orphans on every cold open with ``trio_agent.procs.reap_orphans`` (below
+both the store and the tools), unless its opener passes ``reap_orphans=None``.
 
 The names below are the public contract; the subpackages hold the rest.
 """

@@ -32,6 +32,7 @@ from .dsn import is_dsn, redact
 from .filekind import file_kind
 from .log import (
     FOLD_TYPES,
+    REAP_KINDS,
     ConsumedFold,
     ConsumedWork,
     Event,
@@ -256,6 +257,16 @@ def _inputs(args: argparse.Namespace, files: list[str]) -> list[tuple[str, Reade
     return [_store_input(command, args.store, args.session)]
 
 
+def _reaped_pair(value: str) -> tuple[str, str]:
+    """``CALL_ID=KIND`` of ``repair --reaped`` (spec/cli.md), KIND an R5 kind."""
+    call_id, sep, kind = value.rpartition("=")
+    if not sep or not call_id or kind not in REAP_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: want CALL_ID=KIND, KIND one of {', '.join(REAP_KINDS)}"
+        )
+    return call_id, kind
+
+
 def _one_input(args: argparse.Namespace) -> tuple[str, Reader]:
     return _inputs(args, [args.file] if args.file is not None else [])[0]
 
@@ -448,9 +459,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.write and args.stopped:
+    if args.write and (args.stopped or args.reaped):
         raise CliError(
-            "trio-agent repair: --stopped only describes a dry run; --write stops groups itself",
+            "trio-agent repair: --stopped and --reaped only describe a dry run; "
+            "--write looks for orphans itself",
             UNREADABLE,
         )
     if args.write and args.boot_id is not None:
@@ -471,8 +483,9 @@ def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         return run_repair_file(path, out, err, reap_orphans=reaper(args.no_reap))
     _note_tail(path, scan, err)
-    stopped = {call_id: "stopped" for call_id in args.stopped}
-    for event in repair_closers(scan.checker, stopped, args.boot_id):
+    reaped = {call_id: "stopped" for call_id in args.stopped}
+    reaped.update(args.reaped)
+    for event in repair_closers(scan.checker, reaped, args.boot_id):
         out.write(encode_event(event).decode())
     return OK
 
@@ -964,7 +977,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="CALL_ID",
-        help="a call whose process group recovery stopped (R5; repeatable)",
+        help="a call whose process group recovery stopped: --reaped CALL_ID=stopped (R5; "
+        "repeatable)",
+    )
+    p.add_argument(
+        "--reaped",
+        action="append",
+        default=[],
+        type=_reaped_pair,
+        metavar="CALL_ID=KIND",
+        help=f"what recovery found of a call's processes, KIND one of {', '.join(REAP_KINDS)} "
+        "(R5; repeatable)",
     )
     p.add_argument(
         "--boot-id",

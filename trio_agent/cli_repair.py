@@ -9,14 +9,14 @@ header, a committed line that is not JSON), 3 refused or failed: the session is 
 or the repair could not be written.
 
 Whoever opens a store passes it the orphan reaper; here it is
-:func:`trio_agent.tools.procgroup.reap_orphans` unless ``--no-reap`` (spec/persistence.md §5).
+:func:`trio_agent.procs.reap_orphans` unless ``--no-reap`` (spec/persistence.md §5).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 import trio
 
@@ -24,6 +24,7 @@ from .cli import BROKEN, OK, REFUSED, UNREADABLE, CliError
 from .dsn import redact
 from .log.codec import encode_event
 from .log.events import Event
+from .procs import reap_orphans
 from .store import (
     CreateFailed,
     NotALogFile,
@@ -39,7 +40,14 @@ from .store import (
     repair_file,
 )
 from .store.recovery import Reaper, cold_scan
-from .tools.procgroup import reap_orphans
+
+#: What each R5 kind (spec/recovery.md) did, as the command line's notes say it.
+REAPED_NOTES: Final = {
+    "stopped": "its orphaned process group was stopped (every process carrying its marker)",
+    "namespace-ended": "its orphaned PID namespace was ended (the kernel stopped all of it)",
+    "namespace-gone": "its PID namespace had ended with its runtime; nothing was left",
+    "owner-running": "the runtime that started it still runs; nothing was signalled",
+}
 
 if TYPE_CHECKING:
     from .store import PostgresStore
@@ -140,8 +148,8 @@ def run_repair_file(path: str, out: TextIO, err: TextIO, *, reap_orphans: Reaper
     if report.torn_bytes:
         cut = f"{report.torn_bytes} bytes of torn tail"
         print(f"{path}: note: cut {cut} ({report.damage})", file=err)
-    for call_id, what in report.stopped.items():
-        print(f"{path}: note: call {call_id}: {what}", file=err)
+    for call_id, kind in report.reaped.items():
+        print(f"{path}: note: call {call_id}: {REAPED_NOTES.get(kind, kind)}", file=err)
     _print_repaired(path, report.closers, report.events, report.changed, out, err)
     return OK
 

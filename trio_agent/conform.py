@@ -203,6 +203,8 @@ def run_case(command: Sequence[str], cid: str, vector: dict[str, Any], tmp: Path
 
     if "closers" in expect:
         args = [x for cid_ in vector.get("stopped", []) for x in ("--stopped", cid_)]
+        for cid_, kind in vector.get("reaped", {}).items():
+            args += ["--reaped", f"{cid_}={kind}"]
         if "bootId" in vector:
             args += ["--boot-id", vector["bootId"]]
         a = run("repair", *args)

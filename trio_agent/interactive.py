@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 
 from .cli import REFUSED, UNREADABLE, CliError, plural, store_where
-from .cli_repair import session_errors
+from .cli_repair import REAPED_NOTES, session_errors
 from .dsn import is_dsn, redact
 from .filekind import file_kind
 from .log.events import Event
 from .log.render import describe
-from .log.repair import STOPPED_DURING_RECOVERY_TEXT
+from .log.repair import REAPED_TEXTS
 from .models.base import ModelRequest, StepContext
+from .procs import reap_orphans
 from .runtime import (
     AgentError,
     CancelCause,
@@ -51,7 +52,6 @@ from .store import (
     WriteFailed,
     repair_file,
 )
-from .tools.procgroup import reap_orphans
 from .tools.subprocess_tool import BashTool
 
 if TYPE_CHECKING:
@@ -181,12 +181,16 @@ def repair_summary(
     if closers:
         parts.append(", ".join(_closer_words(e) for e in closers))
     for event in closers:
-        if event.type == "tool/result" and event.data["content"].endswith(
-            STOPPED_DURING_RECOVERY_TEXT
-        ):
-            pgid = _pgid_of(events, kept, event.data["callId"])
+        if event.type != "tool/result":
+            continue
+        call_id, content = event.data["callId"], event.data["content"]
+        kind = next((k for k, text in REAPED_TEXTS.items() if content.endswith(text)), None)
+        if kind == "stopped":
+            pgid = _pgid_of(events, kept, call_id)
             group = "" if pgid is None else f" {pgid}"
-            parts.append(f"stopped orphan group{group} (call {event.data['callId']})")
+            parts.append(f"stopped orphan group{group} (call {call_id})")
+        elif kind is not None:
+            parts.append(f"call {call_id}: {REAPED_NOTES[kind]}")
     if torn_bytes:
         lines = f", {plural(dropped_lines, 'uncommitted line')}" if dropped_lines else ""
         parts.append(f"cut a torn tail of {plural(torn_bytes, 'byte')}{lines}")

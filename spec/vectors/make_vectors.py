@@ -134,9 +134,10 @@ def call(t: int, s: int, cid: str, name: str = "read_file", args: Any = None) ->
     return E("tool/call", turn=t, step=s, callId=cid, name=name, arguments=ARGS if args is None else args)
 
 
-def spawned(t: int, s: int, cid: str, pgid: int = 4242, identity: str | None = None) -> dict[str, Any]:
+def spawned(t: int, s: int, cid: str, pgid: int = 4242, identity: str | None = None,
+            **optional: Any) -> dict[str, Any]:
     return E("tool/spawned", turn=t, step=s, callId=cid, pgid=pgid,
-             identity=f"{pgid}@1700000000.25" if identity is None else identity)
+             identity=f"{pgid}@1700000000.25" if identity is None else identity, **optional)
 
 
 def out(t: int, s: int, cid: str, value: str, stream: str = "stdout") -> dict[str, Any]:
@@ -190,7 +191,26 @@ NOT_STARTED = (
     "The {name} call {call_id} never started: the session stopped before it was dispatched. "
     "Retry it if it is still needed."
 )
-STOPPED = " Its process group was still running and was stopped during recovery."
+REAPED = {
+    "stopped": (
+        " Its process group was still running and was stopped during recovery: every process "
+        "carrying the call's marker was stopped, but a process that had cleared its "
+        "environment could have survived."
+    ),
+    "namespace-ended": (
+        " Its PID namespace was still running and was ended during recovery: the kernel "
+        "stopped every process in it."
+    ),
+    "namespace-gone": (
+        " Its processes ran in a PID namespace tied to the runtime that started them, and the "
+        "kernel ended that namespace when the runtime stopped."
+    ),
+    "owner-running": (
+        " The runtime that started it is still running, so recovery signalled nothing: the "
+        "call may still be running there."
+    ),
+}
+STOPPED = REAPED["stopped"]
 OTHER_HOST = (
     " Its process group was started on another host (boot id {boot_id}), or on this host "
     "before it restarted: recovery here could not stop it or tell whether it ended, and it "
@@ -669,6 +689,15 @@ valid("duplicate-keys-last-wins", "A JSON object with a repeated key means what 
 invalid("unknown-type", "tool/started is not a v1 event type.",
         [*opening(), E("tool/started", turn=1, step=1, callId="c1")], "I0")
 invalid("missing-data-field", "turn/start without turn.", [E("turn/start")], "I0")
+invalid("spawned-unknown-containment",
+        "tool/spawned's optional containment is pid-namespace or process-group; any other value "
+        "breaks I0 (spec/log.md).",
+        [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP)), call(1, 1, "c1", "bash", SLEEP),
+         spawned(1, 1, "c1", containment="cgroup")], "I0")
+invalid("spawned-empty-owner",
+        "tool/spawned's optional owner is a non-empty string; an empty one breaks I0.",
+        [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP)), call(1, 1, "c1", "bash", SLEEP),
+         spawned(1, 1, "c1", owner="")], "I0")
 invalid("extra-envelope-key", "DSH's surfaceOp is not an envelope key of v1.",
         ['{"seq":0,"time":1000,"type":"turn/start","data":{"turn":1},"surfaceOp":"append"}'], "I0")
 invalid("missing-envelope-key", "An event without time.",
@@ -1307,6 +1336,52 @@ repair(
      full(20, 1140, se(1, 1)), full(21, 1140, te(1, "interrupted"))],
     False,
     stopped=["c2"],
+    bootId=BOOT_B,
+)
+
+OWNER = f"{BOOT_A}:3100:81000"  # the runtime that started the calls below
+NS_CALLS = [
+    *opening(),
+    amsg(1, 1, tc("c1", "bash", SLEEP), tc("c2", "bash", {"command": "make"}),
+         tc("c3", "bash", {"command": "ls"}), tc("c4", "bash", {"command": "pwd"})),  # seq 5
+    call(1, 1, "c1", "bash", SLEEP),  # 6
+    spawned(1, 1, "c1", 100, f"{BOOT_A}:500:00000000000000a1", containment="pid-namespace", owner=OWNER),
+    call(1, 1, "c2", "bash", {"command": "make"}),  # 8
+    spawned(1, 1, "c2", 200, f"{BOOT_A}:501:00000000000000a2", containment="pid-namespace", owner=OWNER),
+    call(1, 1, "c3", "bash", {"command": "ls"}),  # 10
+    spawned(1, 1, "c3", 300, f"{BOOT_A}:502:00000000000000a3", containment="process-group", owner=OWNER),
+    call(1, 1, "c4", "bash", {"command": "pwd"}),  # 12
+    spawned(1, 1, "c4", 400, f"{BOOT_A}:503:00000000000000a4", containment="process-group", owner=OWNER),
+]  # seq 0-13, last time 1130
+
+repair(
+    "reaped-kinds",
+    "Recovery reports one R5 kind per call (reaped): c1 namespace-gone, c2 namespace-ended, c3 "
+    "stopped, c4 owner-running; each placeholder gets that kind's sentence, the codes are "
+    "unchanged. The optional containment and owner of tool/spawned change nothing by themselves.",
+    NS_CALLS,
+    [full(14, 1130, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + REAPED["namespace-gone"])),
+     full(15, 1130, placeholder(1, 1, "c2", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c2") + REAPED["namespace-ended"])),
+     full(16, 1130, placeholder(1, 1, "c3", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c3") + REAPED["stopped"])),
+     full(17, 1130, placeholder(1, 1, "c4", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c4") + REAPED["owner-running"])),
+     full(18, 1130, se(1, 1)), full(19, 1130, te(1, "interrupted"))],
+    False,
+    reaped={"c1": "namespace-gone", "c2": "namespace-ended", "c3": "stopped", "c4": "owner-running"},
+)
+
+repair(
+    "reaped-wins-over-other-host",
+    "Recovery with boot id B: c1..c4 ran under A. c3 is reaped as owner-running (its sentence, not "
+    "the other-host one: a reaped call is this host's); the others, not reaped, get the "
+    "other-host sentence naming A.",
+    NS_CALLS,
+    [full(14, 1130, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + other_host(BOOT_A))),
+     full(15, 1130, placeholder(1, 1, "c2", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c2") + other_host(BOOT_A))),
+     full(16, 1130, placeholder(1, 1, "c3", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c3") + REAPED["owner-running"])),
+     full(17, 1130, placeholder(1, 1, "c4", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c4") + other_host(BOOT_A))),
+     full(18, 1130, se(1, 1)), full(19, 1130, te(1, "interrupted"))],
+    False,
+    reaped={"c3": "owner-running"},
     bootId=BOOT_B,
 )
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from demo_helpers import HANG_GUARD
 from support.proc import in_group
@@ -24,12 +25,13 @@ from trio_agent.demo.scenarios import (
 )
 from trio_agent.log import (
     OUTCOME_UNKNOWN_TEXT,
-    STOPPED_DURING_RECOVERY_TEXT,
+    REAPED_TEXTS,
     Event,
     Scan,
     fold_consumed_work,
     scan_log,
 )
+from trio_agent.procs.containment import POLICY_VAR
 
 
 class Played:
@@ -149,7 +151,13 @@ async def test_esc_scenario_log_and_runtime() -> None:
     assert rt["current"] is None and rt["status"] == "idle"
 
 
-async def test_kill_scenario_completes_the_crashed_turn() -> None:
+@pytest.mark.parametrize("containment", ["pid-namespace", "process-group"])
+async def test_kill_scenario_completes_the_crashed_turn(
+    containment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker inherits the policy: a namespace where the kernel gives one, else the group.
+    policy = "required" if containment == "pid-namespace" else "process-group"
+    monkeypatch.setenv(POLICY_VAR, policy)
     p = await play("kill")
     assert_balanced(p)
     snap = p.snapshot
@@ -171,15 +179,18 @@ async def test_kill_scenario_completes_the_crashed_turn() -> None:
     assert placeholder["content"].startswith(
         OUTCOME_UNKNOWN_TEXT.format(name="bash", call_id=spawned.data["callId"])
     )
-    assert placeholder["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+    assert spawned.data["containment"] == containment
+    kind = "namespace-gone" if containment == "pid-namespace" else "stopped"
+    assert placeholder["content"].endswith(REAPED_TEXTS[kind])
     assert closers[2].data == {"turn": 1, "reason": {"kind": "interrupted"}}
     assert {i["seq"] for i in snap["log"]["items"] if i["origin"] == "recovery"} == {
         e.seq for e in closers
     }
 
-    # The orphaned group was alive after the kill and is gone after the restart.
+    # Under the fallback the orphaned group was alive after the kill; in a namespace it died
+    # with the worker. Either way it is gone after the restart.
     group = snap["runtime"]["groups"][0]
-    assert group["wasOrphaned"] and not group["alive"]
+    assert group["wasOrphaned"] is (containment == "process-group") and not group["alive"]
     assert in_group(spawned.data["pgid"]) == []
 
     # Every byte written before the crash is still there, and a later turn completes.
@@ -234,8 +245,10 @@ async def test_teardown_mid_tool_leaves_nothing(leak_guard: str) -> None:
     assert not run_dir.exists()
 
 
-async def test_teardown_after_kill_stops_the_orphan() -> None:
-    """Even with no restart, a run that ends after kill -9 stops the orphaned group."""
+async def test_teardown_after_kill_stops_the_orphan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even with no restart, a run that ends after kill -9 stops the orphaned group (the
+    process-group fallback, where a tool outlives its worker)."""
+    monkeypatch.setenv(POLICY_VAR, "process-group")
     run_ref: list[Run] = []
     with trio.fail_after(HANG_GUARD):
         async with open_run() as run:

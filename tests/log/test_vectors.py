@@ -157,8 +157,9 @@ def test_vector(cid: str) -> None:
         assert reading.torn_tail == expect["torn_tail"].encode()
 
     if "closers" in expect:
-        stopped = {cid: "stopped" for cid in vector.get("stopped", [])}
-        got_closers = repair_closers(reading.events, stopped, vector.get("bootId"))
+        reaped = {cid: "stopped" for cid in vector.get("stopped", [])}
+        reaped.update(vector.get("reaped", {}))
+        got_closers = repair_closers(reading.events, reaped, vector.get("bootId"))
         assert closers_json(got_closers) == canonical(expect["closers"])
 
     if "fold" in expect:

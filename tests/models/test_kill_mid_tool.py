@@ -16,10 +16,11 @@ import trio
 from support.polling import until
 from support.proc import in_group, tagged
 
-from trio_agent.log import check_events
+from trio_agent.log import REAPED_TEXTS, check_events
+from trio_agent.procs.census import MARKER_VAR, identity_marker
+from trio_agent.procs.containment import POLICY_VAR
 from trio_agent.store import JsonlStore
 from trio_agent.testing.provider import Play, serve_provider, text_events, tool_call_events
-from trio_agent.tools.procgroup import MARKER_VAR, identity_marker
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A hang guard only: every wait below is for a condition that comes; this bounds a bug.
@@ -51,6 +52,12 @@ def started_output(events: list[dict[str, Any]]) -> bool:
     return any(e["type"] == "tool/output" and "started" in e["data"]["text"] for e in events)
 
 
+#: The agent runs its tools on the process-group fallback (spec/tools.md §10), where a tool
+#: outlives a killed agent and the reopen must stop it; in a PID namespace it would die with
+#: the agent (tests/tools/test_containment.py).
+FALLBACK = {**os.environ, POLICY_VAR: "process-group"}
+
+
 async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path) -> None:
     plays = [
         Play(events=(*tool_call_events("bash", json.dumps({"command": COMMAND}),
@@ -70,7 +77,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
                 agent = await nursery.start(
                     lambda task_status: trio.run_process(
                         argv, stdin=read_end, capture_stdout=True, capture_stderr=True,
-                        check=False, cwd=ROOT, task_status=task_status,
+                        check=False, cwd=ROOT, task_status=task_status, env=FALLBACK,
                     )
                 )  # fmt: skip
                 os.close(read_end)
@@ -94,7 +101,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
             with trio.fail_after(HANG_GUARD):
                 done = await trio.run_process(
                     argv, stdin=b"what happened?\n", capture_stdout=True, capture_stderr=True,
-                    check=False, cwd=ROOT,
+                    check=False, cwd=ROOT, env=FALLBACK,
                 )  # fmt: skip
             requests = provider.requests
     finally:
@@ -119,9 +126,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     assert placeholder["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
     assert "outcome is unknown" in placeholder["content"]
     assert "Do not retry blindly." in placeholder["content"]
-    assert placeholder["content"].endswith(
-        " Its process group was still running and was stopped during recovery."
-    )
+    assert placeholder["content"].endswith(REAPED_TEXTS["stopped"])
 
     # The next request carries that placeholder as the tool message for the call.
     assert len(requests) == 2

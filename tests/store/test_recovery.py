@@ -17,8 +17,10 @@ from support.proc import has_env, in_group, tagged
 from trio_agent.log import (
     OTHER_HOST_TEXT,
     OUTCOME_UNKNOWN_TEXT,
-    STOPPED_DURING_RECOVERY_TEXT,
+    REAPED_TEXTS,
     Event,
+    Orphan,
+    Reaping,
     encode_event,
     event_to_json,
     repair_closers,
@@ -285,44 +287,44 @@ async def test_the_reaper_hook_gets_the_orphans_and_its_answer_reaches_the_place
     _path, cid = _spawned_log(tmp_path, 4242, "boot:99")
     seen: list[object] = []
 
-    async def reaper(orphans: list[tuple[str, int, str]]) -> dict[str, str]:
+    async def reaper(orphans: list[Orphan]) -> Reaping:
         seen.append(orphans)
-        return {cid: "stopped it"}
+        return Reaping({cid: "stopped"})
 
     async with JsonlStore(tmp_path, reap_orphans=reaper) as store:
         session = await store.open("s")
         results = {e.data["callId"]: e for e in session.events if e.type == "tool/result"}
-    assert seen == [[("c1", 4242, "boot:99")]]
+    assert seen == [[Orphan("c1", 4242, "boot:99")]]
     assert results["c1"].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
-    assert results["c1"].data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+    assert results["c1"].data["content"].endswith(REAPED_TEXTS["stopped"])
     assert results["c2"].data["error"]["code"] == "TOOL_NOT_STARTED"
 
 
 async def _until_marked(pid: int, marker: str) -> None:
     """Until ``pid`` has exec'd: before that, /proc shows the parent's environment, which has
     no marker, so recovery could not yet prove the process ours."""
-    from trio_agent.tools import procgroup
+    from trio_agent.procs import census
 
-    await until(lambda: has_env(pid, procgroup.MARKER_VAR, marker))
+    await until(lambda: has_env(pid, census.MARKER_VAR, marker))
 
 
 async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) -> None:
-    from trio_agent.tools import procgroup
+    from trio_agent.procs import census, orphans
 
     # What a crashed runtime's tool looks like: its own session, the call's marker in its
     # environment, recorded in tool/spawned's identity.
-    marker = procgroup.new_marker()
+    marker = census.new_marker()
     proc = await trio.lowlevel.open_process(
-        ["sleep", "60"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+        ["sleep", "60"], start_new_session=True, env={**os.environ, census.MARKER_VAR: marker}
     )
     try:
         await _until_marked(proc.pid, marker)
-        identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
+        identity = f"{census.process_identity(proc.pid)}:{marker}"
         _path, _ = _spawned_log(tmp_path, proc.pid, identity)
-        async with JsonlStore(tmp_path, reap_orphans=procgroup.reap_orphans) as store:
+        async with JsonlStore(tmp_path, reap_orphans=orphans.reap_orphans) as store:
             session = await store.open("s")
             result = next(e for e in session.events if e.type == "tool/result")
-        assert result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+        assert result.data["content"].endswith(REAPED_TEXTS["stopped"])
         with trio.fail_after(60):  # hang guard: the group was signalled before open returned
             await proc.wait()
         assert proc.returncode is not None and proc.returncode < 0
@@ -339,21 +341,21 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
     cannot stop that host's group or prove it ended, so it signals nothing, even though a
     process here matches the pid, start time and marker; the placeholder says where the tool
     may still run (spec/recovery.md R5, other host)."""
-    from trio_agent.tools import procgroup
+    from trio_agent.procs import census, orphans
 
-    marker = procgroup.new_marker()
+    marker = census.new_marker()
     proc = await trio.lowlevel.open_process(
-        ["sleep", "60"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+        ["sleep", "60"], start_new_session=True, env={**os.environ, census.MARKER_VAR: marker}
     )
     try:
         await _until_marked(proc.pid, marker)
-        here = procgroup.process_identity(proc.pid)
+        here = census.process_identity(proc.pid)
         assert here is not None
         other_boot = "00000000-0000-4000-8000-00000000b007"
-        assert other_boot != procgroup.boot_id()
-        _, start = procgroup.parse_identity(here)
+        assert other_boot != census.boot_id()
+        _, start = census.parse_identity(here)
         path, _ = _spawned_log(tmp_path, proc.pid, f"{other_boot}:{start}:{marker}")
-        report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
+        report = await repair_file(path, reap_orphans=orphans.reap_orphans)
         result = next(e for e in report.closers if e.type == "tool/result")
         assert result.data["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
         assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(
@@ -361,12 +363,12 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
         ) + OTHER_HOST_TEXT.format(boot_id=other_boot)
         content = result.data["content"]
         assert "another host (boot id 00000000-0000-4000-8000-00000000b007)" in content
-        assert report.stopped == {}
+        assert report.reaped == {}
         # Nothing was signalled: the process that matches everything but the boot id runs on.
         assert proc.returncode is None and in_group(proc.pid) == [proc.pid]
-        assert list(tagged(procgroup.MARKER_VAR, marker)) == [proc.pid]
+        assert list(tagged(census.MARKER_VAR, marker)) == [proc.pid]
         # Repairing the repaired log yields nothing more.
-        assert not (await repair_file(path, reap_orphans=procgroup.reap_orphans)).changed
+        assert not (await repair_file(path, reap_orphans=orphans.reap_orphans)).changed
     finally:
         proc.kill()
         await proc.wait()
@@ -374,16 +376,16 @@ async def test_an_orphan_of_another_host_is_left_alone_and_the_placeholder_says_
 
 async def test_a_finished_orphan_of_this_host_gets_todays_placeholder(tmp_path: Path) -> None:
     """Same host and boot, the group already gone: the plain R4 text, no R5 sentence."""
-    from trio_agent.tools import procgroup
+    from trio_agent.procs import census, orphans
 
-    marker = procgroup.new_marker()
+    marker = census.new_marker()
     proc = await trio.lowlevel.open_process(
-        ["true"], start_new_session=True, env={**os.environ, procgroup.MARKER_VAR: marker}
+        ["true"], start_new_session=True, env={**os.environ, census.MARKER_VAR: marker}
     )
-    identity = f"{procgroup.process_identity(proc.pid)}:{marker}"
+    identity = f"{census.process_identity(proc.pid)}:{marker}"
     await proc.wait()
     path, _ = _spawned_log(tmp_path, proc.pid, identity)
-    report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
+    report = await repair_file(path, reap_orphans=orphans.reap_orphans)
     result = next(e for e in report.closers if e.type == "tool/result")
     assert result.data["content"] == OUTCOME_UNKNOWN_TEXT.format(name="shell", call_id="c1")
 
@@ -394,21 +396,21 @@ async def test_a_forged_record_never_gets_a_strangers_group_killed(
 ) -> None:
     """A log is untrusted input: naming another process group and its real start time is not
     proof that we started it (spec/tools.md §9)."""
-    from trio_agent.tools import procgroup
+    from trio_agent.procs import census, orphans
 
     # An unrelated `setsid sleep`: its own session and group, nothing of ours.
     stranger = await trio.lowlevel.open_process(["sleep", "60"], start_new_session=True)
     try:
-        identity = procgroup.process_identity(stranger.pid)
+        identity = census.process_identity(stranger.pid)
         assert identity is not None
         if forged == "wrong-marker":
-            identity = f"{identity}:{procgroup.new_marker()}"
+            identity = f"{identity}:{census.new_marker()}"
         path, _ = _spawned_log(tmp_path, stranger.pid, identity)
-        report = await repair_file(path, reap_orphans=procgroup.reap_orphans)
+        report = await repair_file(path, reap_orphans=orphans.reap_orphans)
         result = next(e for e in report.closers if e.type == "tool/result")
-        assert not result.data["content"].endswith(STOPPED_DURING_RECOVERY_TEXT)
+        assert not result.data["content"].endswith(REAPED_TEXTS["stopped"])
         assert stranger.returncode is None and in_group(stranger.pid)
-        assert procgroup.carries_marker(stranger.pid, "0" * 16) is False
+        assert census.carries_marker(stranger.pid, "0" * 16) is False
     finally:
         stranger.kill()
         await stranger.wait()

@@ -1,5 +1,5 @@
 """``/proc`` probes, independent of the code under test (which has its own in
-``trio_agent.tools.procgroup``).
+``trio_agent.procs``).
 
 Each probe reads ``/proc`` itself and imports nothing from ``trio_agent``: a test that checks
 "the group is gone" or "nothing carries the marker" with these does not take the answer from
@@ -50,7 +50,7 @@ def cmdline(pid: int) -> str:
 def has_env(pid: int, var: str, value: str) -> bool:
     """The environment ``pid`` was started with (``/proc/<pid>/environ``) has ``var=value``.
 
-    The test-side twin of ``procgroup.carries_marker``, written apart from it so a test that
+    The test-side twin of ``census.carries_marker``, written apart from it so a test that
     waits for a process to carry a marker does not lean on the check it tests.
     """
     return f"\0{var}={value}\0".encode() in b"\0" + read_proc(f"/proc/{pid}/environ")
@@ -60,7 +60,7 @@ def tagged(var: str, tag: str) -> dict[int, str]:
     """Live processes (other than this one) whose environment has ``var=tag``: pid -> cmdline.
 
     With ``var`` the call marker's variable, the test-side twin of
-    ``procgroup.marked_processes``."""
+    ``census.marked_processes``."""
     me = os.getpid()
     return {
         pid: cmdline(pid) for pid in pids() if pid != me and has_env(pid, var, tag) and alive(pid)
@@ -88,7 +88,7 @@ def zombie_children() -> set[int]:
 def in_group(pgid: int) -> list[int]:
     """Live (not zombie) members of process group ``pgid``, sorted.
 
-    The test-side twin of ``procgroup.group_members`` (same answer, same order), read from
+    The test-side twin of ``census.group_members`` (same answer, same order), read from
     ``/proc/<pid>/stat`` here so "the group is gone" is not the census under test speaking.
     """
     out = []
@@ -107,3 +107,28 @@ def children_of(pid: int) -> list[int]:
         if len(fields) > 1 and int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
             out.append(child)
     return out
+
+
+def pid_namespace(pid: int) -> int | None:
+    """The inode of ``pid``'s PID namespace, or ``None`` if it cannot be read."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def namespace_below(pid: int) -> tuple[int, int] | None:
+    """``(init, inode)`` of the PID namespace that ``pid`` (a bwrap) made: its child that lives
+    in another PID namespace than this process; ``None`` while there is none."""
+    ours = pid_namespace(os.getpid())
+    for child in children_of(pid):
+        namespace = pid_namespace(child)
+        if namespace is not None and namespace != ours:
+            return child, namespace
+    return None
+
+
+def in_namespace(inode: int) -> list[int]:
+    """Pids of the live processes in PID namespace ``inode`` (a zombie has exited and runs
+    nothing; an init whose parent never reaps it stays one)."""
+    return [pid for pid in pids() if pid_namespace(pid) == inode and alive(pid)]

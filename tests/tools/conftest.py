@@ -16,6 +16,8 @@ import pytest
 from support.proc import kill_tagged, tagged, zombie_children
 from tools_testlib import TAG_VAR
 
+from trio_agent.procs.containment import POLICY_VAR
+
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
@@ -31,3 +33,11 @@ def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         os.waitpid(pid, 0)
     assert not leftovers, f"processes left running by the test: {leftovers}"
     assert not new_zombies, f"children left unreaped by the test: {sorted(new_zombies)}"
+
+
+@pytest.fixture(autouse=True)
+def group_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests of this folder that do not name a containment test the process-group
+    fallback (spec/tools.md §10), whose mechanics they were written for; test_containment
+    names its containment on every call."""
+    monkeypatch.setenv(POLICY_VAR, "process-group")

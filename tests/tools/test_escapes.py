@@ -19,10 +19,12 @@ import trio
 from support.polling import until
 from support.proc import tagged
 from support.procenv import REPO
-from tools_testlib import Recorder, runtime_killed_mid_tool
+from tools_testlib import Recorder, group_options, runtime_killed_mid_tool
 
-import trio_agent.tools.procgroup as procgroup
-from trio_agent.tools.procgroup import MARKER_VAR, identity_marker, reap_orphan_group, run_group
+from trio_agent.procs import census
+from trio_agent.procs.census import MARKER_VAR, identity_marker
+from trio_agent.procs.orphans import reap_orphan_group
+from trio_agent.tools.run_group import Spawned, run_group
 
 DAEMON = (
     "import os, time\n"
@@ -65,9 +67,9 @@ async def test_cancel_stops_every_escapee(kinds: list[str]) -> None:
     rec = Recorder()
     markers: list[str] = []
 
-    def spawned(pgid: int, identity: str) -> None:
-        rec.spawned(pgid, identity)
-        marker = identity_marker(identity)
+    def spawned(spawned: Spawned) -> None:
+        rec.on_spawned(spawned)
+        marker = identity_marker(spawned.identity)
         assert marker is not None
         markers.append(marker)
 
@@ -76,7 +78,10 @@ async def test_cancel_stops_every_escapee(kinds: list[str]) -> None:
 
             async def run() -> None:
                 await run_group(
-                    ["bash", "-c", script], on_spawned=spawned, on_output=rec.output, grace=0.2
+                    ["bash", "-c", script],
+                    on_spawned=spawned,
+                    on_output=rec.output,
+                    options=group_options(grace=0.2),
                 )
 
             nursery.start_soon(run)
@@ -126,12 +131,12 @@ def _orphan_log(directory: Path, pgid: int, identity: str) -> Path:
 
 @pytest.mark.parametrize("no_reap", [True, False], ids=["no-reap", "reap"])
 async def test_repair_write_stops_the_orphan_unless_no_reap(tmp_path: Path, no_reap: bool) -> None:
-    marker = procgroup.new_marker()
+    marker = census.new_marker()
     orphan = await trio.lowlevel.open_process(
         ["sleep", "60"], start_new_session=True, env={**os.environ, MARKER_VAR: marker}
     )
     try:
-        identity = f"{procgroup.process_identity(orphan.pid)}:{marker}"
+        identity = f"{census.process_identity(orphan.pid)}:{marker}"
         log = _orphan_log(tmp_path, orphan.pid, identity)
         argv = [sys.executable, "-m", "trio_agent", "repair", "--write", str(log)]
         done = await trio.run_process(

@@ -26,14 +26,14 @@ from tools_testlib import (
     wait_members,
 )
 
-from trio_agent.tools.procgroup import (
+from trio_agent.procs.census import (
     MARKER_VAR,
     identity_marker,
     new_marker,
     parse_identity,
     process_identity,
-    reap_orphan_group,
 )
+from trio_agent.procs.orphans import reap_orphan_group
 
 
 async def _runtime_killed_mid_tool(script: str) -> tuple[int, str]:

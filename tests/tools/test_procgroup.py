@@ -12,13 +12,8 @@ from support.polling import until
 from support.proc import alive, in_group
 from tools_testlib import state, wait_members
 
-from trio_agent.tools.procgroup import (
-    boot_id,
-    group_members,
-    parse_identity,
-    process_identity,
-    terminate_group,
-)
+from trio_agent.procs.census import boot_id, group_members, parse_identity, process_identity
+from trio_agent.procs.terminate import terminate_group
 
 
 async def _spawn(argv: list[str]) -> trio.Process:

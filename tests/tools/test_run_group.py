@@ -17,21 +17,23 @@ import pytest
 import trio
 from support.polling import until
 from support.proc import alive, in_group, tagged
-from tools_testlib import HANG_GUARD, TAG_VAR, Recorder, pgid_and_sid, ppid, wait_gone
-
-from trio_agent.tools.procgroup import (
-    GroupResult,
-    boot_id,
-    identity_marker,
-    parse_identity,
-    process_identity,
-    run_group,
+from tools_testlib import (
+    HANG_GUARD,
+    TAG_VAR,
+    Recorder,
+    group_options,
+    pgid_and_sid,
+    ppid,
+    wait_gone,
 )
+
+from trio_agent.procs.census import boot_id, identity_marker, parse_identity, process_identity
+from trio_agent.tools.run_group import GroupResult, Spawned, run_group
 
 
 async def _run(argv: list[str], rec: Recorder, **kwargs: Any) -> GroupResult:
     with trio.fail_after(HANG_GUARD):
-        return await run_group(argv, **rec.callbacks(), **kwargs)
+        return await run_group(argv, **rec.callbacks(), options=group_options(**kwargs))
 
 
 async def _cancel_when(
@@ -44,7 +46,7 @@ async def _cancel_when(
 
     async def runner() -> None:
         with scope:
-            await run_group(argv, **rec.callbacks(), **kwargs)
+            await run_group(argv, **rec.callbacks(), options=group_options(**kwargs))
         # The guarantee under test: the moment the cancelled call is over, the group is gone.
         left_at_return.extend(in_group(rec.pgid))
 
@@ -128,7 +130,7 @@ async def test_cancel_before_spawn_starts_nothing() -> None:
     rec = Recorder()
     with trio.CancelScope() as scope:
         scope.cancel()
-        await run_group(["sleep", "100"], **rec.callbacks())
+        await run_group(["sleep", "100"], **rec.callbacks(), options=group_options())
     assert scope.cancelled_caught and rec.spawns == [] and rec.aborts == []
 
 
@@ -140,7 +142,7 @@ async def test_failing_callback_stops_the_group_and_propagates() -> None:
 
     cbs = {**rec.callbacks(), "on_output": explode}
     with pytest.raises(BaseExceptionGroup) as info, trio.fail_after(HANG_GUARD):
-        await run_group(["bash", "-c", "sleep 100 & echo hi; wait"], **cbs)
+        await run_group(["bash", "-c", "sleep 100 & echo hi; wait"], **cbs, options=group_options())
     assert info.group_contains(RuntimeError, match="sink failed")
     assert len(rec.aborts) == 1
     assert in_group(rec.pgid) == []
@@ -153,13 +155,17 @@ async def test_spawned_reports_a_new_session_leader_and_its_identity() -> None:
     rec = Recorder()
     seen: list[tuple[int, int, str | None]] = []
 
-    def spawned(pgid: int, identity: str) -> None:
-        rec.spawned(pgid, identity)
-        seen.append((*pgid_and_sid(pgid), process_identity(pgid)))
+    def spawned(spawned: Spawned) -> None:
+        rec.on_spawned(spawned)
+        seen.append((*pgid_and_sid(spawned.pgid), process_identity(spawned.pgid)))
 
     with trio.fail_after(HANG_GUARD):
         res = await run_group(
-            ["sleep", "0.01"], on_spawned=spawned, on_output=rec.output, on_abort=rec.on_abort
+            ["sleep", "0.01"],
+            on_spawned=spawned,
+            on_output=rec.output,
+            on_abort=rec.on_abort,
+            options=group_options(),
         )
     pgid, identity = rec.spawns[0]
     # Its own group and session; the identity is the leader's (as /proc shows it) plus the
@@ -273,10 +279,9 @@ async def test_ten_megabytes_stream_in_bounded_chunks() -> None:
     with trio.fail_after(HANG_GUARD):
         res = await run_group(
             ["bash", "-c", f"head -c {total} /dev/zero | tr '\\0' x"],
-            on_spawned=rec.spawned,
+            on_spawned=rec.on_spawned,
             on_output=sink,
-            chunk_bytes=4096,
-            max_output_bytes=2 * total,
+            options=group_options(chunk_bytes=4096, max_output_bytes=2 * total),
         )
     assert count == total == res.stdout_bytes
     assert 0 < largest <= 4096
@@ -311,9 +316,9 @@ async def test_output_past_the_limit_is_drained_not_reported() -> None:
 async def test_bad_argv_and_chunk_size_are_rejected() -> None:
     rec = Recorder()
     with pytest.raises(ValueError, match="chunk_bytes"):
-        await run_group(["true"], **rec.callbacks(), chunk_bytes=3)
+        group_options(chunk_bytes=3)
     with pytest.raises(TypeError, match="argv"):
-        await run_group([], **rec.callbacks())
+        await run_group([], **rec.callbacks(), options=group_options())
     with pytest.raises(FileNotFoundError):
-        await run_group(["/nonexistent/program"], **rec.callbacks())
+        await run_group(["/nonexistent/program"], **rec.callbacks(), options=group_options())
     assert rec.spawns == []

@@ -21,7 +21,7 @@ from support.procenv import child_env
 
 from trio_agent.cancel import ControllerView
 from trio_agent.tools.base import Stream
-from trio_agent.tools.procgroup import GroupResult
+from trio_agent.tools.run_group import GroupResult, ProcessOptions, Spawned
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
 HANG_GUARD = 30.0
@@ -132,6 +132,7 @@ class Recorder:
     #: Runs at each ``flush`` (the spawn gate); what it sees is recorded in ``flushes``.
     on_flush: Callable[[], object] | None = None
     flushes: list[object] = attrs.field(factory=list)
+    spawn_records: list[Spawned] = attrs.field(factory=list)
 
     async def flush(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -140,8 +141,16 @@ class Recorder:
     def output(self, stream: Stream, text: str) -> None:
         self.chunks.append((stream, text))
 
-    def spawned(self, pgid: int, identity: str) -> None:
+    def spawned(
+        self, pgid: int, identity: str, *, containment: str | None = None, owner: str | None = None
+    ) -> None:
         self.spawns.append((pgid, identity))
+        self.spawn_records.append(Spawned(pgid, identity, containment or "?", owner or "?"))
+
+    def on_spawned(self, spawned: Spawned) -> None:
+        """``run_group``'s callback: the same record as :meth:`spawned`."""
+        self.spawns.append((spawned.pgid, spawned.identity))
+        self.spawn_records.append(spawned)
 
     def abort_detail(self, text: str) -> None:
         self.details.append(text)
@@ -158,7 +167,7 @@ class Recorder:
         return self.spawns[0][0]
 
     def callbacks(self) -> dict[str, Any]:
-        return {"on_spawned": self.spawned, "on_output": self.output, "on_abort": self.on_abort}
+        return {"on_spawned": self.on_spawned, "on_output": self.output, "on_abort": self.on_abort}
 
 
 #: A stand-in for the agent runtime: runs a tool through run_group and reports the group
@@ -166,10 +175,10 @@ class Recorder:
 RUNTIME = """
 import sys
 import trio
-from trio_agent.tools.procgroup import run_group
+from trio_agent.tools.run_group import run_group
 
-def spawned(pgid, identity):
-    print(pgid, identity, flush=True)
+def spawned(s):
+    print(s.pgid, s.identity, s.containment, s.owner, flush=True)
 
 async def main():
     await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
@@ -184,16 +193,54 @@ async def runtime_killed_mid_tool(
     """Start :data:`RUNTIME` running ``script``, wait until ``started(pgid, identity)`` holds
     (hang-guarded), SIGKILL the runtime; return the orphaned ``(pgid, identity)`` and the dead
     runtime's pid."""
+    spawned, runtime = await kill_runtime_mid_tool(script, lambda s: started(s.pgid, s.identity))
+    return spawned.pgid, spawned.identity, runtime
+
+
+async def kill_runtime_mid_tool(
+    script: str,
+    started: Callable[[Spawned], bool],
+    *,
+    env: dict[str, str] | None = None,
+    user: str | None = None,
+) -> tuple[Spawned, int]:
+    """:data:`RUNTIME` running ``script`` (as ``user`` when given, through ``setpriv``), SIGKILLed
+    once ``started(spawned)`` holds (hang-guarded); return what it recorded in ``tool/spawned``
+    and its pid."""
+    argv = [sys.executable, "-c", RUNTIME, script]
+    if user is not None:
+        argv = as_user(user, argv)
     runtime = await trio.lowlevel.open_process(
-        [sys.executable, "-c", RUNTIME, script], stdout=subprocess.PIPE, env=child_env()
+        argv, stdout=subprocess.PIPE, env=env if env is not None else child_env()
     )
     assert runtime.stdout is not None
     try:
-        pgid_text, identity = (await LineReader(runtime.stdout).line()).split()
-        pgid = int(pgid_text)
-        await until(lambda: started(pgid, identity))
+        pgid, identity, containment, owner = (await LineReader(runtime.stdout).line()).split()
+        spawned = Spawned(int(pgid), identity, containment, owner)  # type: ignore[arg-type]
+        await until(lambda: started(spawned))
     finally:
         os.kill(runtime.pid, signal.SIGKILL)
         assert await runtime.wait() == -signal.SIGKILL
         await runtime.stdout.aclose()
-    return pgid, identity, runtime.pid
+    return spawned, runtime.pid
+
+
+def as_user(user: str, argv: list[str]) -> list[str]:
+    """``argv`` run as ``user`` (its uid, gid and no supplementary groups), from root."""
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return [
+        "setpriv",
+        f"--reuid={entry.pw_uid}",
+        f"--regid={entry.pw_gid}",
+        "--clear-groups",
+        "--",
+        *argv,
+    ]
+
+
+def group_options(**settings: Any) -> ProcessOptions:
+    """Options for a test of the process-group fallback (spec/tools.md §10): the same
+    settings, containment ``process-group``."""
+    return ProcessOptions(containment="process-group", **settings)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..log import SpliceKind, fold_consumed_work, splice_kind
+from ..log import Event, SpliceKind, fold_consumed_work, splice_kind
 from .engine import DemoError, Run
 from .playback import Scenario, Step
 from .workdir import TESTS
@@ -67,9 +67,25 @@ async def start_turn(run: Run) -> None:
     pgid = spawned.data["pgid"]
     run.fact(f"tool/call is durable before the body ran: seq {run.find('tool/call')[0].seq}")
     run.fact(
-        f"the test suite runs as process group {pgid}; "
+        f"the test suite runs as process group {pgid}, {_contained(spawned)}; "
         f"{len(_outputs(run))} lines of output are already on disk"
     )
+
+
+def _contained(spawned: Event) -> str:
+    """Which containment tool/spawned recorded, in words (spec/tools.md §10)."""
+    if spawned.data.get("containment") == "pid-namespace":
+        return "contained by the kernel in a PID namespace of its own"
+    return "contained only as a process group (the fallback of spec/tools.md §10)"
+
+
+def _group_gone(run: Run, pgid: int) -> bool:
+    run.poll_groups()  # /proc, read again now
+    return not run.groups[pgid].alive
+
+
+def _namespaced(run: Run) -> bool:
+    return run.find("tool/spawned")[0].data.get("containment") == "pid-namespace"
 
 
 START: Final = Step(
@@ -230,6 +246,17 @@ async def kill_worker(run: Run) -> None:
     )
     if run.find("tool/result"):
         raise DemoError("the tool finished before the kill; nothing to show")
+    if _namespaced(run):
+        # The namespace's init had the worker as its lifeline: the kernel ends the tree.
+        await run.wait_until(
+            lambda: _group_gone(run, pgid), "the tool's PID namespace to end with the worker"
+        )
+        run.fact(
+            f"the kernel ended the tool's PID namespace with the worker: /proc shows no "
+            f"process of process group {pgid} any more, so nothing is left working unseen",
+            "interrupted",
+        )
+        return
     await run.wait_until(
         lambda: len(run.progress()) > lines_before + 1, "the orphan to keep working"
     )
@@ -260,7 +287,16 @@ async def restart(run: Run) -> None:
         + ", ".join(e.type for e in added),
         "interrupted",
     )
-    run.fact(f"process group {pgid} was stopped before the placeholder was written", "placeholder")
+    if _namespaced(run):
+        run.fact(
+            "recovery looked and found nothing to stop; the placeholder says the call's PID "
+            "namespace ended with the worker that started it",
+            "placeholder",
+        )
+    else:
+        run.fact(
+            f"process group {pgid} was stopped before the placeholder was written", "placeholder"
+        )
 
 
 async def continue_after_crash(run: Run) -> None:
@@ -276,8 +312,10 @@ KILL_STEP: Final = Step(
     "kill -9 the worker",
     "The engine sends SIGKILL to the worker process. No finally block runs: the log stops "
     "mid-turn, with a tool/call that has no tool/result, an open step and an open turn. "
-    "Nobody told the tool: its process group is an orphan now, alive and still doing work "
-    "(its progress file keeps growing), with no one reading what it prints.",
+    "Nobody told the tool. Where the kernel gives each call a PID namespace (the default "
+    "where it can), the tool's whole tree dies with the worker: the namespace's init has the "
+    "worker as its lifeline. Under the process-group fallback it lives on as an orphan, "
+    "still doing work (its progress file keeps growing), with no one reading what it prints.",
     kill_worker,
 )
 
@@ -296,9 +334,11 @@ KILL: Final = Scenario(
         Step(
             "Restart",
             "A new worker opens the session. Its file lock is free, so the session is cold and "
-            "is repaired before anything else. First the orphaned process group named by "
-            "tool/spawned is stopped, but only what carries the call's marker in its environment, "
-            "so a forged log cannot get a stranger's processes killed. "
+            "is repaired before anything else. First recovery looks for what the call named by "
+            "tool/spawned left running: nothing, when its PID namespace ended with the worker; "
+            "under the fallback, the orphaned group, stopping only what carries the call's "
+            "marker, and never a call whose runtime still runs, so neither a forged log nor a "
+            "copy of a live one gets anyone's processes killed. "
             "Then the closers are appended: a placeholder tool/result TOOL_OUTCOME_UNKNOWN (the "
             "call was dispatched but no result was recorded, so retrying blindly is unsafe), "
             "step/end, and turn/end{interrupted}, the one ending only recovery writes. "
@@ -331,9 +371,14 @@ async def show_truncation(run: Run) -> None:
         "aborted",
     )
     for spawned in contrast["spawned"]:
+        # Only the fallback leaves the group running; /proc says which, read just now.
+        run.poll_groups()
+        group = run.groups.get(spawned["pgid"])
+        running = group is not None and group.alive
+        state = "which is still running" if running else "which no longer runs"
         run.fact(
             f"it would forget dispatched call {spawned['callId']} and the tool/spawned record of "
-            f"process group {spawned['pgid']}, which is still running",
+            f"process group {spawned['pgid']}, {state}: nothing would tell a reader it ran",
             "aborted",
         )
     run.fact(
@@ -376,8 +421,8 @@ TRUNCATE: Final = Scenario(
             "What truncation throws away",
             "Truncation keeps only the events before the open turn's turn/start. All the turn "
             "produced goes with it: the streamed text, every line of tool output, the dispatch "
-            "marker that says the command ran, even the tool/spawned record naming the process "
-            "group that is still running, so nothing would ever stop it. The claimed message "
+            "marker that says the command ran, even the tool/spawned record naming its process "
+            "group, the one thing that lets recovery find it. The claimed message "
             "quietly returns to the queue and would run again from scratch. Marked in the log, "
             "computed read-only: the file on disk does not change.",
             show_truncation,

@@ -312,7 +312,7 @@ def contrast_lines(contrast: dict[str, Any]) -> Iterator[Row]:
     calls = ", ".join(t["dispatchedCalls"])
     yield (f"  forget dispatched call(s): {calls}", None, True)
     for spawned in contrast["spawned"]:
-        yield (f"  forget running process group {spawned['pgid']}", None, True)
+        yield (f"  forget the record of process group {spawned['pgid']}", None, True)
     yield (f"  re-queue {t['reclaimedMessages']} claimed message(s)", None, True)
     c = contrast["complete"]
     yield ("COMPLETION (what a cold open does):", "head", True)

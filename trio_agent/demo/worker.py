@@ -37,6 +37,7 @@ import trio
 from ..log import scan_log
 from ..log.render import describe
 from ..models import ScriptedModel
+from ..procs import reap_orphans
 from ..runtime import (
     Agent,
     AgentError,
@@ -50,7 +51,6 @@ from ..runtime import (
     open_agent,
 )
 from ..store import JsonlStore
-from ..tools.procgroup import reap_orphans
 from ..tools.subprocess_tool import BashTool
 from . import reports as r
 

@@ -27,12 +27,15 @@ import orjson
 import trio
 
 from ..log import Event
-from ..tools.procgroup import (
+from ..procs.census import (
     group_members,
     leader_identity,
+    namespace_init,
+    namespace_members,
+    pid_namespace,
     process_identity,
-    reap_orphan_group,
 )
+from ..procs.orphans import reap_orphan_group
 
 __all__ = [
     "PIPE_ERRORS",
@@ -182,17 +185,23 @@ class Group:
     members: list[str] = attrs.Factory(list)
     alive: bool = True
     was_orphaned: bool = False
+    #: As ``tool/spawned`` recorded it (spec/tools.md §10); an older log's is the group's.
+    containment: str = "process-group"
 
     @classmethod
     def from_spawned(cls, event: Event) -> Group:
         """The group a ``tool/spawned`` event names (alive until ``/proc`` says otherwise)."""
         d = event.data
-        return cls(d["pgid"], d["identity"], d["callId"], event.seq)
+        contained = d.get("containment")
+        group = cls(d["pgid"], d["identity"], d["callId"], event.seq)
+        if isinstance(contained, str):
+            group.containment = contained
+        return group
 
     def refresh(self, *, worker_alive: bool) -> bool:
         """Look the group up in ``/proc`` again; a group alive while no worker runs is
         orphaned (and stays marked so). True if anything changed."""
-        pids = group_alive(self.pgid, self.identity)
+        pids = group_alive(self.pgid, self.identity, self.containment)
         members = [f"{pid} {comm(pid)}" for pid in pids]
         alive = bool(pids)
         orphaned = alive and not worker_alive
@@ -226,12 +235,23 @@ def comm(pid: int) -> str:
         return "?"
 
 
-def group_alive(pgid: int, identity: str) -> list[int]:
-    """Live members of a tool's process group, if it is still the group the log names."""
+def group_alive(pgid: int, identity: str, containment: str = "process-group") -> list[int]:
+    """Live processes of a tool call, if ``pgid`` still leads what the log names: its process
+    group, or, under ``pid-namespace`` containment, the leader and every process of the PID
+    namespace it holds (spec/tools.md §10)."""
     current = process_identity(pgid)
     if current is not None and current != leader_identity(identity):
         return []  # the pid now belongs to someone else: our group is long gone
-    return group_members(pgid)
+    members = group_members(pgid)
+    if containment != "pid-namespace" or not members:
+        return members
+    # The command's processes, not the containment's: bwrap (pgid) and its init hold the
+    # namespace and die with it. Until the namespace exists, the leader stands for it.
+    init = namespace_init(pgid)
+    inode = None if init is None else pid_namespace(init)
+    if init is None or inode is None:
+        return members
+    return namespace_members(inode, init=init) or members
 
 
 def processes_under(directory: Path) -> list[int]:

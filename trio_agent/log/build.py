@@ -157,14 +157,30 @@ def tool_output(turn: int, step: int, call_id: str, stream: str, text: str) -> D
     }
 
 
-def tool_spawned(turn: int, step: int, call_id: str, pgid: int, identity: str) -> Draft:
-    return "tool/spawned", {
+def tool_spawned(
+    turn: int,
+    step: int,
+    call_id: str,
+    pgid: int,
+    identity: str,
+    *,
+    containment: str | None = None,
+    owner: str | None = None,
+) -> Draft:
+    """A call's processes exist; ``containment`` and ``owner`` are optional (spec/log.md
+    §``tool/spawned``) and left out when ``None``."""
+    data: dict[str, Any] = {
         "turn": turn,
         "step": step,
         "callId": call_id,
         "pgid": pgid,
         "identity": identity,
     }
+    if containment is not None:
+        data["containment"] = containment
+    if owner is not None:
+        data["owner"] = owner
+    return "tool/spawned", data
 
 
 def tool_result(

@@ -25,6 +25,7 @@ TurnEndKind = Literal["completed", "max-tokens", "blocked", "aborted", "error", 
 InboxTarget = Literal["next-turn", "next-step"]
 ApprovalOutcome = Literal["allowed", "rejected", "cancelled"]
 OutputStream = Literal["stdout", "stderr"]
+Containment = Literal["pid-namespace", "process-group"]
 ResultCode = Literal[
     "ABORTED",
     "ABORTED_BEFORE_DISPATCH",
@@ -289,6 +290,10 @@ class ToolSpawned:
     call_id: str = attrs.field(metadata=_ID)
     pgid: int = attrs.field(metadata=_POS)
     identity: str = attrs.field(metadata=_ID)
+    #: How the kernel contained the call's processes (spec/tools.md §10); optional.
+    containment: Containment | None = None
+    #: The runtime that started the call, ``"<boot_id>:<pid>:<starttime>"``; optional.
+    owner: str | None = attrs.field(default=None, metadata=_ID)
 
 
 @attrs.frozen

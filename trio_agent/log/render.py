@@ -87,7 +87,10 @@ def describe(event: Event, *, full: bool = False) -> str:
     if kind == "tool/call":
         return f"tool/call {d['name']}#{d['callId']} (dispatched)"
     if kind == "tool/spawned":
-        return f"tool/spawned {d['callId']} pgid {d['pgid']}"
+        # The containment is optional (spec/log.md); a value of another type is not shown.
+        contained = d.get("containment")
+        shown = f" ({contained})" if isinstance(contained, str) else ""
+        return f"tool/spawned {d['callId']} pgid {d['pgid']}{shown}"
     if kind == "tool/output":
         return f"tool/output {d['callId']} {d['stream']} {_quote(d['text'], cut(40))}"
     if kind == "tool/result":

@@ -127,12 +127,24 @@ class _ToolContext:
         ctx = self._step.ctx
         self._step.append(*build.tool_output(ctx.turn, ctx.step, self.call_id, stream, text))
 
-    def spawned(self, pgid: int, identity: str) -> None:
+    def spawned(
+        self, pgid: int, identity: str, *, containment: str | None = None, owner: str | None = None
+    ) -> None:
         self._check("tool/spawned")
         if type(pgid) is not int or pgid < 1 or type(identity) is not str or not identity:
             raise TypeError(f"tool/spawned needs an int pgid >= 1 and an identity: {pgid!r}")
         ctx = self._step.ctx
-        self._step.append(*build.tool_spawned(ctx.turn, ctx.step, self.call_id, pgid, identity))
+        self._step.append(
+            *build.tool_spawned(
+                ctx.turn,
+                ctx.step,
+                self.call_id,
+                pgid,
+                identity,
+                containment=containment,
+                owner=owner,
+            )
+        )
 
     def abort_detail(self, text: str) -> None:
         self._check("abort detail")

@@ -2,9 +2,9 @@
 
 See spec/persistence.md. :class:`Session` is the in-memory log every layer above appends to;
 :class:`JsonlStore` binds sessions to files and hands out new, or cold-opened (repaired),
-live sessions; :func:`repair_file` is the same cold-open repair on one file path. The store
-imports only the log core: whoever opens it passes the orphan reaper (:data:`Reaper`, e.g.
-``trio_agent.tools.procgroup.reap_orphans``); without one, a cold open signals nothing.
+live sessions; :func:`repair_file` is the same cold-open repair on one file path. A cold open
+looks for what a crashed turn's tool calls left running with :func:`trio_agent.procs.reap_orphans`
+unless its opener passes another reaper (:data:`Reaper`) or ``None``.
 """
 
 from typing import TYPE_CHECKING

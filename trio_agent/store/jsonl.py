@@ -39,6 +39,7 @@ from .fileops import FileOps, write_all
 from .ids import escape_id
 from .lifecycle import SessionNursery
 from .recovery import (
+    DEFAULT_REAPER,
     ColdOpen,
     ColdScan,
     Reaper,
@@ -190,10 +191,10 @@ class JsonlStore:
 
     ``clock`` stamps events (integer ms); ``window`` is the batching window in seconds;
     ``soft_limit``/``hard_limit`` bound the bytes waiting for the disk (spec/persistence.md
-    §Memory bound); ``file_ops`` is the fault-injection seam; ``reap_orphans`` stops orphaned
-    tool process groups before a cold open's repair (:data:`~trio_agent.store.Reaper`; the
-    store has none of its own: the CLI and the demo pass
-    :func:`trio_agent.tools.procgroup.reap_orphans`; ``None``, the default, signals nothing).
+    §Memory bound); ``file_ops`` is the fault-injection seam; ``reap_orphans`` looks for what a
+    crashed turn's tool calls left running before a cold open's repair and stops what is
+    proven theirs (:data:`~trio_agent.store.Reaper`; by default
+    :func:`trio_agent.procs.reap_orphans`; ``None`` opts out: nothing is signalled).
     """
 
     def __init__(
@@ -205,7 +206,7 @@ class JsonlStore:
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
         file_ops: FileOps | None = None,
-        reap_orphans: Reaper | None = None,
+        reap_orphans: Reaper | None = DEFAULT_REAPER,
     ) -> None:
         if window < 0:
             raise ValueError("the batching window must be >= 0 seconds")
@@ -468,14 +469,14 @@ async def repair_file(
     path: str | os.PathLike[str],
     *,
     write: bool = True,
-    reap_orphans: Reaper | None = None,
+    reap_orphans: Reaper | None = DEFAULT_REAPER,
     file_ops: FileOps | None = None,
 ) -> RepairReport:
     """Run the cold-open repair on one log file (``trio-agent repair FILE --write``).
 
     With ``write=True``: take the exclusive lock (a live session, here or elsewhere, is
     refused with :class:`SessionLocked`), cut a torn tail, stop orphaned process groups with
-    ``reap_orphans`` (none by default: nothing is signalled), append the closers durably,
+    ``reap_orphans`` (``None``: nothing is signalled), append the closers durably,
     release the lock. With ``write=False``: report what would be done,
     change nothing and signal nothing. Corruption raises :class:`SessionCorrupt` and leaves
     the file byte-for-byte unchanged either way.

@@ -52,7 +52,7 @@ from .errors import (
 )
 from .fileops import FileOps
 from .lifecycle import SessionNursery
-from .recovery import ColdOpen, ColdScan, Reaper, cold_scan, complete
+from .recovery import DEFAULT_REAPER, ColdOpen, ColdScan, Reaper, cold_scan, complete
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
 
@@ -406,7 +406,7 @@ class PostgresStore:
         window: float = DEFAULT_WINDOW,
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
-        reap_orphans: Reaper | None = None,
+        reap_orphans: Reaper | None = DEFAULT_REAPER,
     ) -> None:
         if not lease > 0:
             raise ValueError("the lease must be > 0 seconds")

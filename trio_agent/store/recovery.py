@@ -16,8 +16,8 @@ ones. Repair therefore converges to the same balanced log however often it is in
 from __future__ import annotations
 
 import gc
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Any, Final
 
 import attrs
 import trio
@@ -29,14 +29,17 @@ from ..log.events import Event, Header
 from ..log.lines import EventLines
 from ..log.repair import Orphan, Reaping, repair_closers
 from ..log.scan import lines_of, scan_lines
+from ..procs.orphans import reap_orphans
 from .errors import LiveTurnOpen, SessionCorrupt, UnsupportedFormat, WriteFailed
 from .fileops import FileOps, reading_lines, write_all
 
-#: Stops orphaned process groups (spec/persistence.md §5 step 3). It answers ``{call_id: what
-#: was done}`` for the groups it stopped, or a :class:`~trio_agent.log.Reaping` that also names
-#: the recovering host's boot id (recovery.md R5, other host). The store holds none of its own:
-#: whoever opens the store passes one (``trio_agent.tools.procgroup.reap_orphans``), or none.
-Reaper = Callable[[list[Orphan]], Awaitable[Mapping[str, str] | Reaping]]
+#: Looks for what a crashed turn's tool calls left running and stops what is proven theirs
+#: (spec/persistence.md §5 step 3); it answers a :class:`~trio_agent.log.Reaping`: what it
+#: found of each call (recovery.md R5) and the recovering host's boot id. Stores use
+#: :func:`trio_agent.procs.reap_orphans` unless their opener passes another, or ``None``.
+Reaper = Callable[[list[Orphan]], Awaitable[Reaping]]
+#: The reaper every store uses unless its opener opts out with ``reap_orphans=None``.
+DEFAULT_REAPER: Final[Reaper] = reap_orphans
 
 
 @attrs.frozen
@@ -155,7 +158,17 @@ def orphans_of(scan_events: Sequence[Event], checker: LogChecker) -> list[Orphan
             break
         if event.type == "tool/spawned" and event.data["callId"] in waiting:
             data = event.data
-            found.append((data["callId"], data["pgid"], data["identity"]))
+            containment, owner = data.get("containment"), data.get("owner")
+            found.append(
+                Orphan(
+                    call_id=data["callId"],
+                    pgid=data["pgid"],
+                    identity=data["identity"],
+                    # Optional keys (spec/log.md §tool/spawned); another type is not ours.
+                    containment=containment if isinstance(containment, str) else None,
+                    owner=owner if isinstance(owner, str) else None,
+                )
+            )
     found.reverse()
     return found
 
@@ -169,8 +182,7 @@ async def reap(scan: ColdScan, reaper: Reaper | None) -> Reaping:
     orphans = orphans_of(scan.events, scan.checker)
     if not orphans:  # R5 concerns only calls that logged a process group: nothing to ask
         return Reaping()
-    found = await reaper(orphans)
-    return found if isinstance(found, Reaping) else Reaping(dict(found))
+    return await reaper(orphans)
 
 
 @attrs.frozen
@@ -187,8 +199,8 @@ class ColdOpen:
     kept: int
     #: The closers appended (or, when not written, that would be appended).
     closers: list[Event]
-    #: ``{call_id: what was done}`` for orphaned process groups stopped before closing.
-    stopped: dict[str, str]
+    #: ``{call_id: R5 kind}``: what looking for orphans found of each call (recovery.md R5).
+    reaped: dict[str, str]
     #: The durable length after repair (bytes of a file, rows of a database).
     length: int
     #: The scan's figures, for the report.
@@ -198,7 +210,7 @@ class ColdOpen:
 
 
 def _hand_over(
-    scan: ColdScan, closers: list[Event], stopped: dict[str, str], length: int
+    scan: ColdScan, closers: list[Event], reaped: dict[str, str], length: int
 ) -> ColdOpen:
     return ColdOpen(
         header=scan.header,
@@ -206,7 +218,7 @@ def _hand_over(
         checker=scan.checker,
         kept=len(scan.events),
         closers=closers,
-        stopped=stopped,
+        reaped=reaped,
         length=length,
         torn_bytes=scan.dropped_bytes,
         dropped_lines=scan.dropped_lines,
@@ -231,10 +243,10 @@ async def complete(
     compute the closers (recovery.md R1-R5), have ``append`` write them durably (it returns
     the new durable length; ``length`` is the one before), and hand the log over."""
     reaping = await reap(scan, reaper)
-    closers = repair_closers(scan.checker, reaping.stopped, reaping.boot_id)
+    closers = repair_closers(scan.checker, reaping.reaped, reaping.boot_id)
     if closers:
         length = await append(closers)
-    cold = _hand_over(scan, closers, dict(reaping.stopped), length)
+    cold = _hand_over(scan, closers, dict(reaping.reaped), length)
     if closers:
         cold.checker.feed_all(closers)
         cold.events.extend(closers)
@@ -325,8 +337,8 @@ class RepairReport:
     dropped_lines: int
     #: The first damage in the dropped tail, or ``None``.
     damage: str | None
-    #: ``{call_id: what was done}`` for orphaned process groups stopped before closing.
-    stopped: dict[str, str]
+    #: ``{call_id: R5 kind}``: what looking for orphans found of each call (recovery.md R5).
+    reaped: dict[str, str]
     #: True when the repair was written to the file.
     written: bool
 
@@ -343,7 +355,7 @@ class RepairReport:
             "tornBytes": self.torn_bytes,
             "droppedLines": self.dropped_lines,
             "damage": self.damage,
-            "stopped": dict(self.stopped),
+            "reaped": dict(self.reaped),
             "written": self.written,
         }
 
@@ -357,6 +369,6 @@ def report_for(path: str, cold: ColdOpen, *, written: bool) -> RepairReport:
         torn_bytes=cold.torn_bytes,
         dropped_lines=cold.dropped_lines,
         damage=cold.damage,
-        stopped=cold.stopped,
+        reaped=cold.reaped,
         written=written,
     )

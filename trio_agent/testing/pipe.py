@@ -32,7 +32,7 @@ from typing import IO, Any, Final
 
 import orjson
 
-from ..tools.procgroup import group_members
+from ..procs.census import group_members
 from .protocol import AdapterError, Reply
 from .wire import check_journal, check_reply
 

@@ -1,8 +1,9 @@
-"""Tools: the protocol (:mod:`.base`), process groups (:mod:`.procgroup`, spec/tools.md) and
-the subprocess tools built on them (:mod:`.subprocess_tool`); :func:`reap_orphans` is the
-orphan reaper whoever opens a store passes it (spec/persistence.md §5)."""
+"""Tools: the protocol (:mod:`.base`), running one call's command contained
+(:mod:`.run_group`, spec/tools.md) and the subprocess tools built on it
+(:mod:`.subprocess_tool`); in-process tools in :mod:`.builtin`. The process mechanics (census,
+containment, termination, orphans) are :mod:`trio_agent.procs`."""
 
-from .procgroup import reap_orphans
+from .run_group import ProcessOptions
 from .subprocess_tool import BadArguments, BashTool, SubprocessTool
 
-__all__ = ["BadArguments", "BashTool", "SubprocessTool", "reap_orphans"]
+__all__ = ["BadArguments", "BashTool", "ProcessOptions", "SubprocessTool"]

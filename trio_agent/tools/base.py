@@ -55,8 +55,11 @@ class ToolContext(Protocol):
     def output(self, stream: Stream, text: str) -> None:
         """Append one ``tool/output`` event (synchronous, never blocks)."""
 
-    def spawned(self, pgid: int, identity: str) -> None:
-        """Append ``tool/spawned``; called once, right after the process group exists."""
+    def spawned(
+        self, pgid: int, identity: str, *, containment: str | None = None, owner: str | None = None
+    ) -> None:
+        """Append ``tool/spawned``; called once, right after the call's processes exist, with
+        the containment they got and the runtime that owns them (spec/log.md §``tool/spawned``)."""
 
     def abort_detail(self, text: str) -> None:
         """Record what was observed while stopping (goes into the ``ABORTED`` result's content)."""

@@ -1,28 +1,31 @@
-"""Subprocess tools: a command run as its own process group (spec/tools.md §11).
+"""Subprocess tools: a command run contained, as its own PID namespace or process group
+(spec/tools.md §10, §11).
 
-``SubprocessTool`` adapts :func:`~trio_agent.tools.procgroup.run_group` to the ``Tool``
+``SubprocessTool`` adapts :func:`~trio_agent.tools.run_group.run_group` to the ``Tool``
 protocol of :mod:`trio_agent.tools.base`; ``BashTool`` is the ``bash -c <command>`` instance.
+Every sentence a result or an abort detail says about stopping is one the kernel or the
+tool's own ``/proc`` scans proved (spec/tools.md §11).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..procs.containment import ContainmentUnavailable
 from .base import ToolCall, ToolContext, ToolOutcome
-from .procgroup import (
-    DEFAULT_CHUNK_BYTES,
-    DEFAULT_GRACE,
-    DEFAULT_MAX_OUTPUT_BYTES,
-    GroupResult,
-    run_group,
-)
+from .run_group import GroupResult, ProcessOptions, Spawned, run_group
 
-__all__ = ["ArgvBuilder", "BadArguments", "BashTool", "SubprocessTool"]
+__all__ = ["ArgvBuilder", "BadArguments", "BashTool", "ProcessOptions", "SubprocessTool"]
 
 TOOL_FAILED = "TOOL_FAILED"
+
+#: What the process-group fallback can and cannot prove (spec/tools.md §10).
+FALLBACK_CAVEAT = (
+    "every process carrying its marker was stopped; a process that cleared its environment "
+    "could have survived"
+)
 
 
 class BadArguments(ValueError):
@@ -44,22 +47,37 @@ def _processes(n: int, adjective: str = "") -> str:
     return f"{n} {adjective} {noun}" if adjective else f"{n} {noun}"
 
 
+def _what(result: GroupResult) -> str:
+    """What was stopped, named by its containment."""
+    if result.containment == "pid-namespace":
+        return f"the PID namespace of process {result.pgid}"
+    return f"process group {result.pgid}"
+
+
 def _stopping(result: GroupResult, grace: float) -> str:
-    """How the group was stopped, in words (shared by timeout and cancel reports)."""
+    """How the call's processes were stopped, in words (shared by timeout and cancel)."""
     n = _processes(len(result.members_seen))
+    namespace = result.containment == "pid-namespace"
     if not result.term_sent:
-        text = "the process group had already exited"
+        text = "its processes had already exited"
     elif result.kill_needed:
-        text = (
-            f"SIGTERM sent to {n}; some ignored it for the {grace:g}s grace, so SIGKILL was needed"
-        )
+        kill = "its PID namespace was killed" if namespace else "SIGKILL was needed"
+        text = f"SIGTERM sent to {n}; some ignored it for the {grace:g}s grace, so {kill}"
     else:
         text = f"SIGTERM sent to {n}; all exited within the {grace:g}s grace, no SIGKILL needed"
+    if namespace:
+        # bwrap reports the command's status as a shell does (128 + a signal's number), and
+        # only when the command ended by itself, not by the namespace's end.
+        if result.exit_code is not None and not result.kill_needed:
+            text += f"; the command exited with status {result.exit_code}"
+        if result.namespace_gone:
+            text += "; its PID namespace is gone (the kernel ended every process in it)"
+        return text
     if result.exit_signal is not None:
         text += f"; the command was ended by {_signal_name(result.exit_signal)}"
     elif result.exit_code is not None:
         text += f"; the command exited with code {result.exit_code}"
-    return text
+    return f"{text}; {FALLBACK_CAVEAT}"
 
 
 def _caveats(result: GroupResult, max_output_bytes: int) -> list[str]:
@@ -88,11 +106,13 @@ def _caveats(result: GroupResult, max_output_bytes: int) -> list[str]:
 
 
 class SubprocessTool:
-    """Runs a command as its own process group (spec/tools.md §2–§8, §11).
+    """Runs a command contained (spec/tools.md §2–§8, §10, §11).
 
     ``argv`` is a fixed command line or a builder from the call's arguments; a builder
     reports unusable arguments by raising :class:`BadArguments`, which becomes a
-    ``TOOL_FAILED`` outcome rather than an exception.
+    ``TOOL_FAILED`` outcome rather than an exception. How calls run (grace, timeout, output
+    bounds, cwd, env, containment) is one :class:`ProcessOptions`, given whole as
+    ``options`` or field by field as keywords (``BashTool(containment="required")``).
     """
 
     def __init__(
@@ -101,14 +121,10 @@ class SubprocessTool:
         argv: Sequence[str] | ArgvBuilder,
         *,
         parallel: bool = False,
-        grace: float = DEFAULT_GRACE,
-        timeout: float | None = None,
-        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
+        options: ProcessOptions | None = None,
         description: str = "",
         parameters: Mapping[str, Any] | None = None,
+        **settings: Any,
     ) -> None:
         #: What a model is told about the tool (spec/models.md §Tools).
         self.description = description or f"Run {name}."
@@ -116,15 +132,12 @@ class SubprocessTool:
         if isinstance(argv, str):
             # A str is a Sequence too; splitting it into characters would be a silent bug.
             raise TypeError(f"tool {name!r}: argv must be a list of str or a builder, not a str")
+        if options is not None and settings:
+            raise TypeError(f"tool {name!r}: give options or its fields, not both")
         self._name = name
         self._argv = argv
         self._parallel = parallel
-        self.grace = grace
-        self.timeout = timeout
-        self.chunk_bytes = chunk_bytes
-        self.max_output_bytes = max_output_bytes
-        self.cwd = cwd
-        self.env = env
+        self.options = options if options is not None else ProcessOptions(**settings)
 
     @property
     def name(self) -> str:
@@ -147,42 +160,48 @@ class SubprocessTool:
     async def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         """Run the command for ``call`` (spec/tools.md §11).
 
-        Every path ends with the whole group gone: a return carries the summary, a cancel
-        records what was observed via ``ctx.abort_detail`` before the exception propagates.
+        Every path ends with all of the call's processes gone: a return carries the summary,
+        a cancel records what was observed via ``ctx.abort_detail`` before the exception
+        propagates.
         """
         try:
             argv = self._build_argv(call.arguments)
         except BadArguments as exc:
             return self._failed(f"{self._name}: bad arguments: {exc}")
+        grace, max_output = self.options.grace, self.options.max_output_bytes
+
+        def on_spawned(spawned: Spawned) -> None:
+            ctx.spawned(
+                spawned.pgid, spawned.identity, containment=spawned.containment, owner=spawned.owner
+            )
 
         def on_abort(result: GroupResult) -> None:
-            # Only a cancel or a failing callback gets here; both leave the group stopped.
-            head = f"stopped process group {result.pgid}: {_stopping(result, self.grace)}"
-            ctx.abort_detail("; ".join([head, *_caveats(result, self.max_output_bytes)]))
+            # Only a cancel or a failing callback gets here; both leave everything stopped.
+            head = f"stopped {_what(result)}: {_stopping(result, grace)}"
+            ctx.abort_detail("; ".join([head, *_caveats(result, max_output)]))
 
         try:
             result = await run_group(
                 argv,
-                on_spawned=ctx.spawned,
+                on_spawned=on_spawned,
                 on_output=ctx.output,
                 on_abort=on_abort,
                 ready=ctx.flush,
-                grace=self.grace,
-                timeout=self.timeout,
-                chunk_bytes=self.chunk_bytes,
-                max_output_bytes=self.max_output_bytes,
-                cwd=self.cwd,
-                env=self.env,
+                options=self.options,
             )
+        except ContainmentUnavailable as exc:
+            return self._failed(f"{self._name}: not run: {exc}")
         except OSError as exc:
             # Raised by the spawn itself (no such program, bad cwd): nothing was started.
-            return self._failed(f"{self._name}: could not start {argv[0]!r}: {exc.strerror}")
+            reason = exc.strerror or str(exc)
+            return self._failed(f"{self._name}: could not start {argv[0]!r}: {reason}")
         return self._outcome(result)
 
     def _outcome(self, result: GroupResult) -> ToolOutcome:
-        notes = _caveats(result, self.max_output_bytes)
+        notes = _caveats(result, self.options.max_output_bytes)
         if result.timed_out:
-            head = f"timed out after {self.timeout or 0:g}s; {_stopping(result, self.grace)}"
+            timeout = self.options.timeout or 0
+            head = f"timed out after {timeout:g}s; {_stopping(result, self.options.grace)}"
             return self._failed("; ".join([head, *notes]))
         if result.exit_signal is not None:
             head = f"killed by {_signal_name(result.exit_signal)}"
@@ -206,34 +225,23 @@ def _bash_argv(arguments: Mapping[str, Any]) -> list[str]:
 
 
 class BashTool(SubprocessTool):
-    """``bash``: arguments ``{"command": str}``, runs ``bash -c command`` (spec/tools.md §11)."""
+    """``bash``: arguments ``{"command": str}``, runs ``bash -c command`` (spec/tools.md §11).
 
-    def __init__(
-        self,
-        *,
-        grace: float = DEFAULT_GRACE,
-        timeout: float | None = None,
-        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
+    Takes a :class:`ProcessOptions` as ``options`` or its fields as keywords."""
+
+    def __init__(self, *, options: ProcessOptions | None = None, **settings: Any) -> None:
         super().__init__(
             "bash",
             _bash_argv,
             description=(
-                "Run a bash command line in its own process group and answer with its exit "
-                "status and what it printed (stdout and stderr, bounded)."
+                "Run a bash command line and answer with its exit status and what it printed "
+                "(stdout and stderr, bounded)."
             ),
             parameters={
                 "type": "object",
                 "properties": {"command": {"type": "string", "description": "run by bash -c"}},
                 "required": ["command"],
             },
-            grace=grace,
-            timeout=timeout,
-            chunk_bytes=chunk_bytes,
-            max_output_bytes=max_output_bytes,
-            cwd=cwd,
-            env=env,
+            options=options,
+            **settings,
         )
