@@ -32,7 +32,8 @@ async def test_run_talks_to_the_endpoint(tmp_path: Path) -> None:
     assert done.returncode == 0, err
     assert "Traceback" not in out + err
     assert "via-model" in out  # the bash tool's output, printed as it became durable
-    assert "(turn 2 failed: HTTP_503: 503 Service Unavailable: try later)" in err
+    url = f"{provider.url}/chat/completions"
+    assert f"(turn 2 failed: HTTP_503: {url}: 503 Service Unavailable: try later)" in err
     first = requests[0]
     assert first["model"] == "m1" and first["messages"][0]["role"] == "system"
     assert "bash" in first["messages"][0]["content"]
