@@ -75,9 +75,17 @@ async def gzip_bomb_line(send: Send) -> None:
 
 
 async def gzip_bomb_events(send: Send) -> None:
-    """A deflate body that inflates to 1 GiB of short events: the response bound."""
+    """A deflate body that inflates to 1 GiB of 4 KB text deltas: the response bound."""
     await send(headers("content-encoding: deflate"))
-    await send(bomb(_choice({"content": "z"}), 1024 * 1024 * 1024, "deflate"))
+    await send(bomb(_choice({"content": "z" * 4000}), 1024 * 1024 * 1024, "deflate"))
+
+
+async def tiny_events(send: Send) -> None:
+    """Endless one-character text deltas: the events bound."""
+    await send(headers())
+    batch = _choice({"content": "t"}) * 1000
+    while True:
+        await send(batch)
 
 
 async def gzip_bomb_error(send: Send) -> None:
@@ -102,9 +110,17 @@ def _calls(count: int) -> Iterator[bytes]:
         yield _choice({"tool_calls": [call]})
 
 
+_ANSWERED = [0]
+
+
 async def many_calls(send: Send) -> None:
-    """10,000 tool calls in one answer, all with the same id."""
+    """10,000 tool calls in one answer, all with the same id; later requests (the step after
+    the calls ran) get a short text answer."""
     await send(headers())
+    _ANSWERED[0] += 1
+    if _ANSWERED[0] > 1:
+        await send(_choice({"content": "done"}) + _choice({}, "stop") + b"data: [DONE]\n\n")
+        return
     batch: list[bytes] = []
     for event in _calls(10_000):
         batch.append(event)
@@ -116,7 +132,7 @@ async def many_calls(send: Send) -> None:
 
 BEHAVIOURS: dict[str, Callable[[Send], Awaitable[None]]] = {
     f.__name__: f
-    for f in (endless_line, huge_line, huge_event, gzip_bomb_line, gzip_bomb_events,
+    for f in (endless_line, huge_line, huge_event, gzip_bomb_line, gzip_bomb_events, tiny_events,
               gzip_bomb_error, comments_only, many_calls)
 }  # fmt: skip
 

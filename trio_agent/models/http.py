@@ -25,7 +25,7 @@ import trio
 from .base import ModelError
 from .sse import SSEDecoder, SSEEvent, TooLarge
 
-__all__ = ["Limits", "error_finish", "post_events"]
+__all__ = ["Limits", "error_finish", "post_events", "where"]
 
 #: Characters of an error response's text kept in the one-line message.
 ERROR_TEXT_LIMIT: Final = 2000
@@ -57,7 +57,7 @@ class Limits:
     #: Bytes of one event's data (its ``data:`` lines together).
     event: int = attrs.field(default=4 * _MiB, validator=_positive_int)
     #: Bytes of one response body, after inflating (the whole answer of one step).
-    response: int = attrs.field(default=16 * _MiB, validator=_positive_int)
+    response: int = attrs.field(default=8 * _MiB, validator=_positive_int)
     #: Events of one response.
     events: int = attrs.field(default=100_000, validator=_positive_int)
     #: Tool calls in one answer.
@@ -77,6 +77,16 @@ def error_finish(code: str, message: str) -> dict[str, Any]:
         "reason": "error",
         "error": {"code": code, "message": " ".join(message.split())},
     }
+
+
+def where(exc: ModelError, url: str, decoder: SSEDecoder) -> str:
+    """``exc``'s message, led by the URL (and, for a cut answer, what arrived), unless
+    :func:`post_events` already put them there (spec/models.md §Errors)."""
+    if exc.message.startswith(url):
+        return exc.message
+    if exc.code == "INCOMPLETE":
+        return f"{url}: {exc.message} (so far: {decoder.describe()})"
+    return f"{url}: {exc.message}"
 
 
 class _Inflater:

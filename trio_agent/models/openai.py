@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 from .base import ModelError, ModelRequest, StepContext
-from .http import Limits, error_finish, post_events
+from .http import Limits, error_finish, post_events, where
 from .openai_wire import StreamAssembler, request_body
 from .sse import SSEDecoder
 
@@ -110,12 +110,7 @@ class OpenAIChatModel:
                 # The answer was whole; only the usage event or [DONE] was lost.
                 yield {"type": "finish", "reason": assembler.finish_reason}
                 return
-            message = exc.message
-            if exc.code == "INCOMPLETE":
-                message = f"{url}: {message} (so far: {decoder.describe()})"
-            elif exc.code in ("BAD_STREAM", "PROVIDER_ERROR") and not message.startswith(url):
-                message = f"{message} ({url})"
-            yield error_finish(exc.code, message)
+            yield error_finish(exc.code, where(exc, url, decoder))
 
 
 #: Failures that, after the finish reason arrived, lose nothing of the answer.
