@@ -55,7 +55,13 @@ def hostile() -> Iterator[Any]:
 
 def run_client(url: str, api: str = "openai", **limits: Any) -> tuple[dict[str, Any], int]:
     """Run one turn against ``url`` in a client process; its end and its memory growth."""
-    argv = [sys.executable, str(HERE / "bounded_client.py"), url, api, orjson.dumps(limits)]
+    argv = [
+        sys.executable,
+        str(HERE / "bounded_client.py"),
+        url,
+        api,
+        orjson.dumps(limits).decode(),
+    ]
     with subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env()
     ) as client:
@@ -119,3 +125,12 @@ def test_ten_thousand_calls_are_handled_when_the_bound_allows_them(hostile: Any)
     assert result["end"] == {"kind": "completed"}, result
     assert result["chunks"] >= 10_001
     assert growth <= 4 * GROWTH_BOUND, f"{growth / MB:.1f} MB"
+
+
+@pytest.mark.parametrize("name", ["endless_line", "gzip_bomb_line", "huge_event"])
+def test_the_anthropic_adapter_keeps_the_same_bounds(hostile: Any, name: str) -> None:
+    url = hostile(name)
+    result, growth = run_client(url, "anthropic")
+    error = result["end"]["error"]
+    assert error["code"] == "LIMIT" and f"{url}/messages" in error["message"], error
+    assert growth <= GROWTH_BOUND, f"{name}: the client grew {growth / MB:.1f} MB"

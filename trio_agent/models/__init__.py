@@ -10,11 +10,13 @@ from .base import Model, ModelError, ModelRequest, StepContext, Transcript, chec
 from .scripted import DEFAULT_FINAL_TEXT, ScriptedModel, split_text
 
 if TYPE_CHECKING:
+    from .anthropic import AnthropicModel
     from .http import Limits
     from .openai import OpenAIChatModel
 
 __all__ = [
     "DEFAULT_FINAL_TEXT",
+    "AnthropicModel",
     "Limits",
     "Model",
     "ModelError",
@@ -27,7 +29,7 @@ __all__ = [
     "split_text",
 ]
 
-_LAZY = {"Limits": ".http", "OpenAIChatModel": ".openai"}
+_LAZY = {"AnthropicModel": ".anthropic", "Limits": ".http", "OpenAIChatModel": ".openai"}
 
 
 def __getattr__(name: str) -> Any:

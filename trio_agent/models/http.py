@@ -187,7 +187,8 @@ async def post_events(
                                     raise TooLarge(
                                         f"more than {limits.events} events (Limits.events)"
                                     )
-                                deadline = trio.current_time() + limits.idle
+                                if event.event != "ping":  # a keep-alive is no answer
+                                    deadline = trio.current_time() + limits.idle
                                 yield event
                 for event in decoder.close():
                     yield event

@@ -82,7 +82,7 @@ class OpenAIChatModel:
         limits = self.limits
         if request.step > limits.steps:
             yield error_finish(
-                "LIMIT", f"more than {limits.steps} model calls in one turn (Limits.steps)"
+                "LIMIT", f"{url}: more than {limits.steps} model calls in one turn (Limits.steps)"
             )
             return
         body = request_body(

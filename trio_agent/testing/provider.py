@@ -33,6 +33,7 @@ __all__ = [
     "Connection",
     "Play",
     "Provider",
+    "anthropic_events",
     "serve_provider",
     "text_events",
     "tool_call_events",
@@ -54,6 +55,9 @@ class Play:
     then: Literal["end", "hang", "drop", "drip"] = "end"
     every: float = 0.001
     drip_text: str = "."
+    #: Send each dict event with an ``event: <its "type">`` line first (Anthropic's shape);
+    #: a drip then sends Anthropic text deltas.
+    named: bool = False
 
 
 @attrs.define
@@ -64,6 +68,8 @@ class Connection:
     #: ``time.perf_counter()`` when the server saw the connection end (set with ``closed``).
     closed_at: float | None = None
     request: dict[str, Any] | None = None
+    #: The request's headers, names in lower case.
+    headers: dict[str, str] = attrs.Factory(dict)
 
 
 def text_events(text: str, *, pieces: int = 3, finish: str = "stop") -> tuple[dict[str, Any], ...]:
@@ -89,6 +95,49 @@ def tool_call_events(
     out.append(_choice({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]}))
     out += [_choice({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts]
     out.append(_choice({}, "tool_calls"))
+    return tuple(out)
+
+
+def anthropic_events(
+    text: str = "",
+    *,
+    calls: tuple[tuple[str, str, str], ...] = (),
+    stop: str | None = None,
+    pieces: int = 3,
+) -> tuple[dict[str, Any], ...]:
+    """Anthropic Messages events (send with ``Play(named=True)``): ``message_start``, a text
+    block in ``pieces`` deltas, one ``tool_use`` block per ``(id, name, input JSON text)``
+    with its input split over ``pieces`` ``input_json_delta`` events, ``message_delta`` with
+    the stop reason (``tool_use`` when there are calls, else ``end_turn``), ``message_stop``."""
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    out: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message",
+         "role": "assistant", "content": [], "model": "m", "usage": usage}},
+        {"type": "ping"},
+    ]  # fmt: skip
+    index = 0
+    if text:
+        out.append({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}})  # fmt: skip
+        step = max(1, -(-len(text) // pieces))
+        for i in range(0, len(text), step):
+            out.append({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": text[i : i + step]}})  # fmt: skip
+        out.append({"type": "content_block_stop", "index": 0})
+        index = 1
+    for call_id, name, arguments in calls:
+        out.append({"type": "content_block_start", "index": index, "content_block":
+                    {"type": "tool_use", "id": call_id, "name": name, "input": {}}})  # fmt: skip
+        step = max(1, -(-len(arguments) // pieces))
+        for i in range(0, len(arguments), step):
+            part = {"type": "input_json_delta", "partial_json": arguments[i : i + step]}
+            out.append({"type": "content_block_delta", "index": index, "delta": part})
+        out.append({"type": "content_block_stop", "index": index})
+        index += 1
+    reason = stop or ("tool_use" if calls else "end_turn")
+    out.append({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                "usage": {"output_tokens": 7}})  # fmt: skip
+    out.append({"type": "message_stop"})
     return tuple(out)
 
 
@@ -141,6 +190,8 @@ class Provider:
                 if not data:
                     return
                 h.receive_data(data)
+            elif isinstance(event, h11.Request):
+                conn.headers = {k.decode().lower(): v.decode() for k, v in event.headers}
             elif isinstance(event, h11.Data):
                 body += event.data
             elif isinstance(event, h11.EndOfMessage):
@@ -167,7 +218,8 @@ class Provider:
         await send(h11.Response(status_code=200, headers=headers))
         for item in play.events:
             text = item if isinstance(item, str) else orjson.dumps(item).decode()
-            await send(h11.Data(data=f"data: {text}\n\n".encode()))
+            name = f"event: {item['type']}\n" if play.named and isinstance(item, dict) else ""
+            await send(h11.Data(data=f"{name}data: {text}\n\n".encode()))
         if play.raw:
             await send(h11.Data(data=play.raw))
         if play.then == "drop":
@@ -187,8 +239,12 @@ async def _drip(
 ) -> None:
     """Send a delta every ``play.every`` seconds while waiting for the client to close: the
     close is seen when it happens (a read returns end-of-file), not at the next send."""
-    payload = orjson.dumps(_choice({"content": play.drip_text}))
-    data = b"data: " + payload + b"\n\n"
+    if play.named:
+        delta = {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": play.drip_text}}  # fmt: skip
+        data = b"event: content_block_delta\ndata: " + orjson.dumps(delta) + b"\n\n"
+    else:
+        data = b"data: " + orjson.dumps(_choice({"content": play.drip_text})) + b"\n\n"
 
     async def drip() -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
