@@ -19,7 +19,7 @@ from support.procenv import child_env
 
 HERE = Path(__file__).resolve().parent
 MB = 1024 * 1024
-#: The issue's bound: the client's memory above its baseline, whatever the server sends.
+#: The bound on the client's memory above its baseline, whatever the server sends.
 GROWTH_BOUND = 64 * MB
 #: A hang guard: a bug that hangs fails here; it is never an expectation of speed.
 HANG_GUARD = 300

@@ -1,7 +1,7 @@
 """``OpenAIChatModel``: an OpenAI-compatible Chat Completions endpoint, streamed (spec/models.md).
 
 One adapter for OpenAI and the servers that copy its API (vLLM, llama.cpp's server,
-llama-cpp-python, Ollama, LM Studio, LiteLLM, OpenRouter; spec/models.md §Compatibility):
+llama-cpp-python, Ollama, LM Studio, LiteLLM, OpenRouter; spec/models.md §Compatibility)
 ``POST {base_url}/chat/completions`` with ``stream: true``, read as server-sent events. HTTP is
 httpx (it runs on trio through anyio); the bounded reading is :mod:`trio_agent.models.http`
 and the mapping both ways is the pure :mod:`trio_agent.models.openai_wire`.

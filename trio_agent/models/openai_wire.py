@@ -116,12 +116,14 @@ def request_body(
 @attrs.frozen
 class FunctionDelta:
     name: str | None = None
-    arguments: str | None = None
+    #: JSON text, the OpenAI way; some gateways send the object itself (checked when used).
+    arguments: Any = None
 
 
 @attrs.frozen
 class ToolCallDelta:
-    index: int
+    #: Absent from some servers' fragments (each then carries a whole call).
+    index: int | None = None
     id: str | None = None
     type: str | None = None
     function: FunctionDelta | None = None
@@ -200,8 +202,10 @@ class StreamAssembler:
     def __init__(self, id_prefix: str, *, max_tool_calls: int = 64) -> None:
         self._id_prefix = id_prefix
         self._max_tool_calls = max_tool_calls
-        self._calls: dict[int, _Call] = {}
-        self._open: int | None = None  # the index whose fragments are arriving
+        self._calls: dict[int, _Call] = {}  # in order of arrival
+        self._open: int | None = None  # the key of the call whose fragments are arriving
+        self._open_index: int | None = None  # its provider index, if it had one
+        self._seen: set[int] = set()  # provider indexes seen
         self._emitted = 0
         #: The finish reason arrived (its chunk waits for the end); and the end arrived.
         self.finish_reason: str | None = None
@@ -234,6 +238,12 @@ class StreamAssembler:
             raise ModelError("BAD_STREAM", f"a malformed event: {detail}") from None
         if event.error is not None:
             raise ModelError("PROVIDER_ERROR", _provider_error(event.error))
+        if raw.get("object") == "error":  # an error object sent bare, as older servers do
+            bare = ProviderError(
+                message=raw["message"] if type(raw.get("message")) is str else "",
+                code=raw.get("code", raw.get("type")),
+            )
+            raise ModelError("PROVIDER_ERROR", _provider_error(bare))
         out: list[dict[str, Any]] = []
         for choice in event.choices[:1]:  # one completion is asked for (n = 1)
             if self.finish_reason is not None:
@@ -267,22 +277,28 @@ class StreamAssembler:
 
     def _fragment(self, fragment: ToolCallDelta) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        index = fragment.index
-        if index != self._open:
-            if index in self._calls:
+        if self._starts_call(fragment):
+            index = fragment.index
+            if index is not None and index != self._open_index and index in self._seen:
                 raise ModelError(
-                    "BAD_STREAM", f"tool call {index} continued after call {self._open} started"
+                    "BAD_STREAM",
+                    f"tool call {fragment.index} continued after another call started",
                 )
-            out.extend(self._close_open())  # another index starts: the open call is complete
+            out.extend(self._close_open())  # another call starts: the open one is complete
             if len(self._calls) >= self._max_tool_calls:
                 raise ModelError(
                     "LIMIT",
                     f"more than {self._max_tool_calls} tool calls in one answer "
                     "(Limits.tool_calls)",
                 )
-            self._calls[index] = _Call()
-            self._open = index
-        call = self._calls[index]
+            key = len(self._calls)
+            self._calls[key] = _Call()
+            self._open = key
+            self._open_index = fragment.index
+            if fragment.index is not None:
+                self._seen.add(fragment.index)
+        assert self._open is not None
+        call = self._calls[self._open]
         if fragment.id and call.id is None:
             call.id = fragment.id  # a repeated id (some servers send it each time) is ignored
         function = fragment.function
@@ -290,9 +306,32 @@ class StreamAssembler:
             if function.name and function.name != call.name:
                 # Some servers repeat the whole name in every fragment: taken once.
                 call.name = (call.name or "") + function.name
-            if function.arguments:
-                call.arguments.append(function.arguments)
+            arguments = function.arguments
+            if isinstance(arguments, dict):
+                arguments = orjson.dumps(arguments).decode()  # the object itself, sent as is
+            elif arguments is not None and type(arguments) is not str:
+                raise ModelError(
+                    "BAD_STREAM", f"tool call arguments must be JSON text, got {arguments!r:.80}"
+                )
+            if arguments:
+                call.arguments.append(arguments)
         return out
+
+    def _starts_call(self, fragment: ToolCallDelta) -> bool:
+        """Does ``fragment`` begin a new call? When no call is open; when its ``index``
+        differs from the open call's; when it carries an id other than the open call's
+        (some gateways give every call index 0); and, without an index, when it names a
+        function while the open call already has arguments."""
+        if self._open is None:
+            return True
+        call = self._calls[self._open]
+        if fragment.index is not None and fragment.index != self._open_index:
+            return True
+        if fragment.id and call.id and fragment.id != call.id:
+            return True
+        function = fragment.function
+        named = function is not None and bool(function.name)
+        return fragment.index is None and named and bool(call.arguments) and not fragment.id
 
     def _close_open(self) -> list[dict[str, Any]]:
         if self._open is None:

@@ -66,6 +66,8 @@ class SSEDecoder:
         """Decode ``data`` (a piece of the body); the events it completed, in order."""
         self.bytes += len(data)
         out: list[SSEEvent] = []
+        if not data:
+            return out  # nothing to say, and a CR just seen still waits for its LF
         start = 0
         n = len(data)
         if self._after_cr and n and data[0] == _LF:

@@ -52,6 +52,8 @@ class Play:
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     raw: bytes = b""
+    #: Bytes sent verbatim before the events (SSE comments such as ``: ping``).
+    preamble: bytes = b""
     then: Literal["end", "hang", "drop", "drip"] = "end"
     every: float = 0.001
     drip_text: str = "."
@@ -216,6 +218,8 @@ class Provider:
             return
         headers = [("content-type", "text/event-stream"), *play.headers]
         await send(h11.Response(status_code=200, headers=headers))
+        if play.preamble:
+            await send(h11.Data(data=play.preamble))
         for item in play.events:
             text = item if isinstance(item, str) else orjson.dumps(item).decode()
             name = f"event: {item['type']}\n" if play.named and isinstance(item, dict) else ""
