@@ -25,7 +25,10 @@ import trio
 from .base import ModelError
 from .sse import SSEDecoder, SSEEvent, TooLarge
 
-__all__ = ["Limits", "error_finish", "post_events", "where"]
+__all__ = ["Limits", "error_finish", "list_models", "post_events", "where"]
+
+#: Bytes of a ``GET /models`` answer read at most.
+_MODELS_READ: Final = 1024 * 1024
 
 #: Characters of an error response's text kept in the one-line message.
 ERROR_TEXT_LIMIT: Final = 2000
@@ -258,3 +261,48 @@ def _default_pick(parsed: object) -> str | None:
     if isinstance(error, str):
         return error
     return None
+
+
+async def list_models(url: str, headers: Mapping[str, str], limits: Limits) -> list[str] | None:
+    """The model ids ``GET url`` lists (``{"data": [{"id": ...}, ...]}``, as OpenAI-compatible
+    servers and Anthropic's API answer ``/models``), or ``None`` when the server has no such
+    list (404, 405, 501, or an answer of another shape). Raises :class:`ModelError`
+    (``HTTP_<status>``, ``CONNECTION``, ``TIMEOUT``, ``LIMIT``) when it cannot be asked; at
+    most 1 MiB of the answer is read."""
+    timeout = httpx.Timeout(connect=limits.connect, read=limits.idle, write=limits.idle, pool=None)
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            with trio.move_on_after(limits.idle) as waited:
+                async with client.stream("GET", url, headers=dict(headers)) as resp:
+                    if resp.status_code in (404, 405, 501):
+                        return None
+                    inflater = _Inflater(resp.headers.get("content-encoding", ""))
+                    if not 200 <= resp.status_code < 300:
+                        raise ModelError(
+                            f"HTTP_{resp.status_code}", await _error_text(resp, inflater, None)
+                        )
+                    kept = bytearray()
+                    raw = cast(AsyncGenerator[bytes, None], resp.aiter_raw())
+                    async with contextlib.aclosing(raw):
+                        async for piece in raw:
+                            for part in inflater.inflate(piece):
+                                kept += part
+                                if len(kept) > _MODELS_READ:
+                                    raise ModelError(
+                                        "LIMIT", f"{url}: a model list over {_MODELS_READ} bytes"
+                                    )
+            if waited.cancelled_caught:
+                raise ModelError("TIMEOUT", f"{url}: no model list within {limits.idle:g}s")
+    except httpx.TimeoutException:
+        raise ModelError("TIMEOUT", f"{url}: no model list within {limits.idle:g}s") from None
+    except httpx.TransportError as exc:
+        what = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        raise ModelError("CONNECTION", f"{url}: {what}") from None
+    try:
+        parsed = orjson.loads(kept)
+    except ValueError:
+        return None
+    data = parsed.get("data") if isinstance(parsed, dict) else None
+    if not isinstance(data, list):
+        return None
+    return [m["id"] for m in data if isinstance(m, dict) and type(m.get("id")) is str]

@@ -155,12 +155,21 @@ class Provider:
     """See the module docstring; run one with :func:`serve_provider`."""
 
     def __init__(
-        self, plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+        self,
+        plays: list[Play] | None = None,
+        *,
+        default: Play | None = None,
+        port: int = 0,
+        models: list[str] | None = None,
     ) -> None:
         self.plays: deque[Play] = deque(plays or [])
         self.default = default or Play(events=(*text_events("ok"), "[DONE]"))
         self.connections: list[Connection] = []
         self.port = port
+        #: What ``GET .../models`` lists (``None``: answered 404, as servers without one).
+        self.models = models
+        #: How many ``GET`` requests were answered (they are not among :attr:`connections`).
+        self.listed = 0
 
     @property
     def url(self) -> str:
@@ -182,9 +191,24 @@ class Provider:
             conn.closed.set()
             await stream.aclose()
 
+    async def _list_models(self, stream: trio.SocketStream, h: h11.Connection) -> None:
+        if self.models is None:
+            status, body = 404, b'{"error": {"message": "not found"}}'
+        else:
+            status = 200
+            listed = [{"id": m, "object": "model", "owned_by": "test"} for m in self.models]
+            body = orjson.dumps({"object": "list", "data": listed})
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body),
+                      h11.EndOfMessage()):  # fmt: skip
+            data = h.send(event)
+            if data:
+                await stream.send_all(data)
+
     async def _serve_one(self, stream: trio.SocketStream, conn: Connection) -> None:
         h = h11.Connection(h11.SERVER)
         body = b""
+        method = b""
         while True:
             event = h.next_event()
             if event is h11.NEED_DATA:
@@ -194,10 +218,16 @@ class Provider:
                 h.receive_data(data)
             elif isinstance(event, h11.Request):
                 conn.headers = {k.decode().lower(): v.decode() for k, v in event.headers}
+                method = event.method
             elif isinstance(event, h11.Data):
                 body += event.data
             elif isinstance(event, h11.EndOfMessage):
                 break
+        if method == b"GET":  # the model list: not a chat request
+            self.connections.remove(conn)
+            self.listed += 1
+            await self._list_models(stream, h)
+            return
         try:
             conn.request = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -266,10 +296,14 @@ async def _drip(
 
 @contextlib.asynccontextmanager
 async def serve_provider(
-    plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+    plays: list[Play] | None = None,
+    *,
+    default: Play | None = None,
+    port: int = 0,
+    models: list[str] | None = None,
 ) -> AsyncIterator[Provider]:
     """``async with serve_provider(plays) as provider: ... provider.url`` (127.0.0.1 only)."""
-    provider = Provider(plays, default=default, port=port)
+    provider = Provider(plays, default=default, port=port, models=models)
     async with trio.open_nursery() as nursery:
         serve = functools.partial(trio.serve_tcp, provider._handle, port, host="127.0.0.1")
         listeners = await nursery.start(serve)
