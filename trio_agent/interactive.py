@@ -3,6 +3,8 @@
 Each line typed on stdin is a follow-up; :class:`ShellModel` answers it by running the line
 as a ``bash`` command (a real :class:`~trio_agent.tools.BashTool`, in its own process group)
 and then reports the result. Each event of the session's log is printed once it is durable.
+With ``--model URL`` it is a chat with a real model instead (:func:`connect`; spec/cli.md
+§`trio-agent run`'s screen): the answer prints as text, tool events as lines.
 
 Ctrl-C (spec/tools.md, "Ctrl-C"): tools run in their own session, so the terminal's SIGINT no
 longer reaches them; the runtime turns it into ``cancel(user)`` for the running turn, which
@@ -443,9 +445,9 @@ async def connect(args: argparse.Namespace) -> Connected:
                 UNREADABLE,
             )
         else:
+            has = "lists no model" if listed is not None else "has no model list (GET /models)"
             raise CliError(
-                f"trio-agent run: --model {args.model} lists no model; give --model-name",
-                UNREADABLE,
+                f"trio-agent run: --model {args.model} {has}; give --model-name", UNREADABLE
             )
     elif listed is not None and name not in listed:
         shown = ", ".join(listed[:10]) + (", ..." if len(listed) > 10 else "") or "none"

@@ -64,7 +64,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     try:
         async with serve_provider(plays) as provider:
             argv = [sys.executable, "-m", "trio_agent", "run", "--root", str(root),
-                    "--session", "s1", "--model", provider.url]  # fmt: skip
+                    "--session", "s1", "--model", provider.url, "--model-name", "m"]  # fmt: skip
             # The first agent: its stdin stays open, so it waits for more input until killed.
             async with trio.open_nursery() as nursery:
                 agent = await nursery.start(

@@ -99,6 +99,14 @@ async def test_the_model_name_is_checked_against_the_list(tmp_path: Path) -> Non
     )
 
 
+async def test_without_a_model_list_the_name_must_be_given(tmp_path: Path) -> None:
+    async with serve_provider() as provider:  # GET /models answers 404
+        done = await run_cli("run", "--root", str(tmp_path), "--model", provider.url, stdin="")
+    assert one_line(done, 2) == (
+        f"trio-agent run: --model {provider.url} has no model list (GET /models); give --model-name"
+    )
+
+
 async def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
     async with serve_provider() as provider:
         url = provider.url  # nobody listens there once this block ends

@@ -188,10 +188,10 @@ class _Call:
 class StreamAssembler:
     """Feed it each SSE ``data`` string; it returns the chunks to stream (spec/models.md).
 
-    Tool-call fragments are assembled per ``index`` (id and name in the first fragment,
+    Tool-call fragments are assembled per call (id and name in the first fragment,
     ``arguments`` split across many; an id or name repeated in a later fragment is taken
-    once) and emitted as one ``tool-call`` chunk when complete: when a fragment of another
-    index starts, or at the finish reason. Each gets the session-unique id
+    once) and emitted as one ``tool-call`` chunk when complete: when another call starts (see
+    :meth:`_starts_call`), or at the finish reason. Each gets the session-unique id
     ``<id_prefix>-<n>`` (n from 1) and keeps the provider's id as ``providerId``. The
     ``finish`` chunk waits for ``[DONE]`` (or the end of the body), so a usage event sent
     after the finish reason is still streamed. Raises :class:`ModelError` (``BAD_STREAM``,
