@@ -1,12 +1,15 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests and for trying the HTTP model.
 
-It answers ``POST /chat/completions`` with the next :class:`Play` of its script: server-sent
-events, then the end of the response, a hang (the stream stays open, sending nothing, until
-the client closes it), a drip (one more text delta every ``every`` seconds, forever, until the
-client closes it), or a dropped connection; or an error status with a body. It records each
-request's JSON body and, per connection, a :class:`trio.Event` set when the client closed it
-(and the ``time.perf_counter()`` of that moment), so a test can wait for "the socket was
-closed" as an event instead of a timer.
+It answers each ``POST`` (``/chat/completions``, or Anthropic's ``/messages``) with the next
+:class:`Play` of its script: server-sent events (named ones with ``named=True``, as
+Anthropic's API sends them; :func:`anthropic_events` builds such a stream; ``preamble``
+bytes such as SSE comments first), then the end of the response, a hang (the stream stays
+open, sending nothing, until the client closes it), a drip (one more text delta every
+``every`` seconds, forever, until the client closes it), or a dropped connection; or an
+error status with a body. A ``GET`` (``/models``) lists ``models``, or answers 404 when it
+is ``None``. It records each request's JSON body and headers and, per connection, a
+:class:`trio.Event` set when the client closed it (and the ``time.perf_counter()`` of that
+moment), so a test can wait for "the socket was closed" as an event instead of a timer.
 
 HTTP is h11 (one connection, one request: the server closes after the response). Run it by
 hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL and answers
