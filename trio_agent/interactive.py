@@ -344,12 +344,13 @@ class _DurablePrinter:
                 self._out.write(chunk["text"])
                 self._mid_line = not chunk["text"].endswith("\n")
             return
-        if event.type not in _CHAT_SHOWN:
+        if event.type not in _CHAT_SHOWN and event.type != "turn/end":
             return
-        if self._mid_line:
+        if self._mid_line:  # the answer's text ends here
             self._out.write("\n")
             self._mid_line = False
-        print(f"[{event.seq}] {describe(event, full=True)}", file=self._out)
+        if event.type in _CHAT_SHOWN:
+            print(f"[{event.seq}] {describe(event, full=True)}", file=self._out)
 
     async def run(self) -> None:
         async for _ in self._woken:

@@ -12,8 +12,8 @@ is ``None``. It records each request's JSON body and headers and, per connection
 moment), so a test can wait for "the socket was closed" as an event instead of a timer.
 
 HTTP is h11 (one connection, one request: the server closes after the response). Run it by
-hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL and answers
-every request with a short text.
+hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL, lists one
+model (``scripted``) and answers every request with a short text.
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ async def serve_provider(
 
 
 async def _main(port: int) -> None:
-    async with serve_provider(port=port) as provider:
+    async with serve_provider(port=port, models=["scripted"]) as provider:
         print(provider.url, flush=True)
         await trio.sleep_forever()
 
