@@ -244,13 +244,14 @@ def _print_resumed(
     session: Session, where: str, kept: int, summary: str | None, err: TextIO
 ) -> None:
     """The banner of a resumed session: its size, where it lives, and what the cold open
-    repaired (the closers it appended after the ``kept`` events it read)."""
+    repaired, said once: the ``summary`` names the closers it appended after the ``kept``
+    events it read (``trio-agent show`` prints them one by one)."""
     events, turns = plural(len(session.events), "event"), plural(session.checker.last_turn, "turn")
     print(f"trio-agent run: session {session.id!r} (resumed: {events}, {turns}), {where}", file=err)
     if summary is not None:
         print(f"  {summary}", file=err)
-    for event in session.events[kept:]:
-        print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
+    elif len(session.events) > kept:  # closers the summary could not name (none known today)
+        print(f"  repaired: {plural(len(session.events) - kept, 'closing event')}", file=err)
 
 
 async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
