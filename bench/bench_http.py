@@ -1,7 +1,9 @@
-"""Cancel with a real HTTP model: ``cancel()`` -> the server sees the socket closed.
+"""Cancel with a real HTTP model: ``cancel()`` (what Esc does) -> the server sees the socket
+closed, for both adapters.
 
 The loopback test provider (``trio_agent.testing.provider``) streams forever: one text delta
-every millisecond (``then="drip"``). Each round starts a turn on ``OpenAIChatModel``, waits
+every millisecond (``then="drip"``; Anthropic's ``content_block_delta`` events for
+``AnthropicModel``). Each round starts a turn on ``OpenAIChatModel`` or ``AnthropicModel``, waits
 until three deltas were appended, lets the stream run for a moment, then calls
 ``agent.cancel(user)``. Two intervals are measured from that call, with
 ``time.perf_counter``: until the provider's connection handler saw the connection end (it
@@ -26,14 +28,21 @@ import trio.testing
 
 from bench.bench_runtime import latency, ms, pct
 from trio_agent.log.events import Event
-from trio_agent.models.openai import OpenAIChatModel
+from trio_agent.models import AnthropicModel, OpenAIChatModel
 from trio_agent.runtime import CancelCause, open_agent
 from trio_agent.store import Session
-from trio_agent.testing.provider import Play, serve_provider
+from trio_agent.testing.provider import Play, anthropic_events, serve_provider
 
 ROUNDS = int(os.environ.get("TRIO_AGENT_BENCH_HTTP_CANCELS", "300"))
 DRIP = Play(
     events=({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]},),
+    then="drip",
+    every=0.001,
+    drip_text="y",
+)
+ANTHROPIC_DRIP = Play(
+    named=True,
+    events=anthropic_events("x", pieces=1)[:4],  # message_start, ping, block start, "x"
     then="drip",
     every=0.001,
     drip_text="y",
@@ -62,15 +71,20 @@ class Probe:
                 self.ready.set()
 
 
-async def http_latency(n: int) -> tuple[list[float], list[float]]:
+async def http_latency(n: int, api: str = "openai") -> tuple[list[float], list[float]]:
     """``(cancel -> socket closed at the server, cancel -> turn/end)`` samples."""
     closed: list[float] = []
     ended: list[float] = []
     session = Session.in_memory()
     probe = Probe()
     session.subscribe(probe)
-    async with serve_provider(default=DRIP) as provider:
-        model = OpenAIChatModel(provider.url, "bench", api_key="k-bench")
+    drip = ANTHROPIC_DRIP if api == "anthropic" else DRIP
+    async with serve_provider(default=drip) as provider:
+        model: OpenAIChatModel | AnthropicModel = (
+            AnthropicModel(provider.url, "bench", api_key="k-bench")
+            if api == "anthropic"
+            else OpenAIChatModel(provider.url, "bench", api_key="k-bench")
+        )
         async with open_agent(session, model=model) as agent:
             for i in range(n):
                 probe.reset()
@@ -100,12 +114,18 @@ def line(label: str, samples: list[float]) -> str:
 
 def main() -> None:
     print(f"cancel with an HTTP model, {ROUNDS} rounds per model (provider drips 1 delta/ms)")
-    closed, ended = trio.run(http_latency, ROUNDS)
+    closed, ended = trio.run(http_latency, ROUNDS, "openai")
+    a_closed, a_ended = trio.run(http_latency, ROUNDS, "anthropic")
     scripted, _cpu = trio.run(latency, "stream", ROUNDS)
-    print(line("http: cancel() -> server saw close", closed))
-    print(line("http: cancel() -> turn/end appended", ended))
+    print(line("openai: cancel() -> server saw close", closed))
+    print(line("openai: cancel() -> turn/end appended", ended))
+    print(line("anthropic: cancel() -> server saw close", a_closed))
+    print(line("anthropic: cancel() -> turn/end appended", a_ended))
     print(line("scripted: cancel() -> turn/end appended", scripted))
-    print(f"  p50 ratio http close / scripted turn/end: {pct(closed, 50) / pct(scripted, 50):.1f}x")
+    print(
+        f"  p50 ratio openai close / scripted turn/end: {pct(closed, 50) / pct(scripted, 50):.1f}x"
+    )
+    print(f"  p50 ratio anthropic close / openai close: {pct(a_closed, 50) / pct(closed, 50):.2f}x")
 
 
 if __name__ == "__main__":

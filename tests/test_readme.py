@@ -98,3 +98,57 @@ def test_glossary_defines_each_term_and_points_to_the_spec() -> None:
         assert term in entries, f"the glossary has no entry {term!r}"
         assert "../spec/" in entries[term], f"{term!r} does not point to the spec"
     assert "DeepSeek Harness" in entries["DSH"]
+
+
+def real_model_block() -> str:
+    """The first ```python block after the README's "## A real model" heading."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    heading = re.search(r"^## A real model\b.*$", text, re.MULTILINE)
+    assert heading is not None, "README.md has no '## A real model' heading"
+    found = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL).search(
+        text, heading.end()
+    )
+    assert found is not None, "no ```python block after the A real model heading"
+    return found.group(1)
+
+
+async def test_the_real_model_example_runs_against_a_loopback_server(tmp_path: Path) -> None:
+    """The README's real-model block, as written, in its own process, against the scripted
+    OpenAI-compatible server on 127.0.0.1: the system prompt and the question reach the
+    server, the bash call runs, and its answer is printed."""
+    import trio
+
+    from trio_agent.testing.provider import Play, serve_provider, text_events, tool_call_events
+
+    program = tmp_path / "real_model.py"
+    program.write_text(real_model_block(), encoding="utf-8")
+    plays = [
+        Play(events=(*tool_call_events("bash", '{"command": "echo 7"}'), "[DONE]")),
+        Play(events=(*text_events("There are 7 files."), "[DONE]")),
+    ]
+    async with serve_provider(plays) as provider:
+        env = child_env(TMPDIR=str(tmp_path), MODEL_URL=provider.url, MODEL_NAME="tiny")
+        done = await trio.run_process(
+            [sys.executable, str(program)], cwd=tmp_path, env=env,
+            capture_stdout=True, capture_stderr=True, check=False,
+        )  # fmt: skip
+        first, second = provider.requests
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "Traceback" not in err
+    assert first["model"] == "tiny"
+    assert first["messages"][0] == {
+        "role": "system",
+        "content": "You are a terse assistant. Use bash to look at files before answering.",
+    }
+    assert first["messages"][1] == {
+        "role": "user",
+        "content": "How many files are in this directory?",
+    }
+    # The tool ran for real in the program's directory; its output went back to the model.
+    assert second["messages"][-1]["content"].startswith("7\n")
+    assert out.splitlines() == [
+        "(ran bash {'command': 'echo 7'})",
+        "There are 7 files.",
+        "turn 1 ended completed ",
+    ]

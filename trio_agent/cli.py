@@ -830,7 +830,9 @@ _CODES: dict[str, str] = {
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
   2    unusable --root, --store or --session (a bad DSN, an unreachable database), or the
-       log is not a session log
+       log is not a session log; or --model cannot be used (unreachable, --model-name not
+       among the models it lists, --api-key-env naming an unset variable), or the log
+       could not be written (a full disk)
   3    refused: the session is live in another process (or its lease was taken over by
        another owner while this run was writing it)""",
     "sessions": """\
@@ -1065,14 +1067,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         metavar="URL",
-        help="an OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1) instead of the "
-        "embedded bash-echo model; the API key comes from $OPENAI_API_KEY",
+        help="chat with a model server (e.g. http://127.0.0.1:8080/v1) instead of the "
+        "embedded bash-echo model",
     )
     p.add_argument(
         "--model-name",
-        default="default",
         metavar="NAME",
-        help="the model name sent to --model (default: default)",
+        help="the model to ask; checked against the server's GET URL/models where it has "
+        "one (default: the one model it lists)",
+    )
+    p.add_argument(
+        "--api",
+        choices=("openai", "anthropic"),
+        help="the API --model speaks: OpenAI's Chat Completions or Anthropic's Messages "
+        "(default: anthropic for an anthropic.com URL, else openai)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable holding the API key (default: OPENAI_API_KEY, or "
+        "ANTHROPIC_API_KEY with --api anthropic; unset means no key)",
+    )
+    p.add_argument(
+        "--tool-choice",
+        choices=("auto", "required", "none"),
+        help="whether the model may, must or must not call bash (default: auto)",
     )
     p.set_defaults(run=cmd_run)
 

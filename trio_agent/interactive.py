@@ -3,6 +3,8 @@
 Each line typed on stdin is a follow-up; :class:`ShellModel` answers it by running the line
 as a ``bash`` command (a real :class:`~trio_agent.tools.BashTool`, in its own process group)
 and then reports the result. Each event of the session's log is printed once it is durable.
+With ``--model URL`` it is a chat with a real model instead (:func:`connect`; spec/cli.md
+§`trio-agent run`'s screen): the answer prints as text, tool events as lines.
 
 Ctrl-C (spec/tools.md, "Ctrl-C"): tools run in their own session, so the terminal's SIGINT no
 longer reaches them; the runtime turns it into ``cancel(user)`` for the running turn, which
@@ -19,10 +21,12 @@ import math
 import os
 import signal
 import stat
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+import attrs
 import trio
 
 from .cli import REFUSED, UNREADABLE, CliError, plural, store_where
@@ -244,13 +248,14 @@ def _print_resumed(
     session: Session, where: str, kept: int, summary: str | None, err: TextIO
 ) -> None:
     """The banner of a resumed session: its size, where it lives, and what the cold open
-    repaired (the closers it appended after the ``kept`` events it read)."""
+    repaired, said once: the ``summary`` names the closers it appended after the ``kept``
+    events it read (``trio-agent show`` prints them one by one)."""
     events, turns = plural(len(session.events), "event"), plural(session.checker.last_turn, "turn")
     print(f"trio-agent run: session {session.id!r} (resumed: {events}, {turns}), {where}", file=err)
     if summary is not None:
         print(f"  {summary}", file=err)
-    for event in session.events[kept:]:
-        print(f"  repaired by the cold open: [{event.seq}] {describe(event)}", file=err)
+    elif len(session.events) > kept:  # closers the summary could not name (none known today)
+        print(f"  repaired: {plural(len(session.events) - kept, 'closing event')}", file=err)
 
 
 async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
@@ -269,6 +274,38 @@ async def _read_lines(send: trio.MemorySendChannel[str]) -> None:
             await send.send(buffer.decode(errors="replace"))
 
 
+#: The events a chat shows as lines (the rest: the answer's text, or nothing).
+_CHAT_SHOWN = frozenset(
+    {"tool/call", "tool/spawned", "tool/output", "tool/result", "approval/asked",
+     "approval/decided"}
+)  # fmt: skip
+
+
+def _print_recent(session: Session, err: TextIO, turns: int = 3) -> None:
+    """A resumed chat shows its last ``turns`` turns: what was asked and answered."""
+    if session.checker.last_turn == 0:
+        return
+    first = max(1, session.checker.last_turn - turns + 1)
+    print(f"  the last {plural(session.checker.last_turn - first + 1, 'turn')}:", file=err)
+    for event in session.events:
+        data = event.data
+        if data.get("turn", 0) < first:
+            continue
+        if event.type == "user/message":
+            print(f"  you: {_short(data['message']['text'])}", file=err)
+        elif event.type == "assistant/message":
+            text = "".join(b.get("text", "") for b in data["message"]["content"])
+            ran = [b["name"] for b in data["message"]["content"] if b["type"] == "tool-call"]
+            said = _short(text) + (f" (ran {', '.join(ran)})" if ran else "")
+            cut = " [interrupted]" if data.get("interrupted") else ""
+            print(f"  model: {said.strip()}{cut}", file=err)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
 class _DurablePrinter:
     """Prints each event of the session once it is durable, never before: a line on the
     screen is a line that survives a kill -9 (an event only appended may still be lost).
@@ -277,10 +314,14 @@ class _DurablePrinter:
     closed stdout (``| head``) raises out of :meth:`run`, which ends the run (exit 141).
     """
 
-    def __init__(self, session: Session, out: TextIO, err: TextIO) -> None:
+    def __init__(self, session: Session, out: TextIO, err: TextIO, *, chat: bool = False) -> None:
         self._session = session
         self._out = out
         self._err = err
+        #: With a real model: the answer as plain text, the tools' events as lines.
+        self._chat = chat
+        self._mid_line = False  # streamed text not yet ended by a newline
+        self._warned = False  # a write failure was reported
         self._pending: collections.deque[Event] = collections.deque()
         self._wake, self._woken = trio.open_memory_channel[None](math.inf)
 
@@ -293,8 +334,28 @@ class _DurablePrinter:
         cannot stop it halfway through."""
         while self._pending:
             event = self._pending.popleft()
-            print(f"[{event.seq}] {describe(event)}", file=self._out)
+            if self._chat:
+                self._print_chat(event)
+            else:
+                print(f"[{event.seq}] {describe(event)}", file=self._out)
         self._out.flush()
+
+    def _print_chat(self, event: Event) -> None:
+        """The answer's text as it streamed; tool events and the turn's end as whole lines
+        (an error is printed whole, on stderr, by the reporter)."""
+        if event.type == "assistant/chunk":
+            chunk = event.data["chunk"]
+            if chunk["type"] == "text-delta" and chunk["text"]:
+                self._out.write(chunk["text"])
+                self._mid_line = not chunk["text"].endswith("\n")
+            return
+        if event.type not in _CHAT_SHOWN and event.type != "turn/end":
+            return
+        if self._mid_line:  # the answer's text ends here
+            self._out.write("\n")
+            self._mid_line = False
+        if event.type in _CHAT_SHOWN:
+            print(f"[{event.seq}] {describe(event, full=True)}", file=self._out)
 
     async def run(self) -> None:
         async for _ in self._woken:
@@ -303,7 +364,9 @@ class _DurablePrinter:
             try:
                 await self._session.flush()  # all appended so far, and meanwhile, are durable
             except WriteFailed as exc:  # the events stay queued; the next append retries
-                print(f"(not durable yet: {exc})", file=self._err)
+                if not self._warned:  # once: a full disk would otherwise say it every event
+                    print(f"(not durable yet: {exc})", file=self._err)
+                    self._warned = True
                 continue
             except SessionFenced:  # another owner has the session: nothing more is durable
                 self._pending.clear()
@@ -324,13 +387,98 @@ class _SystemPrompt(Hooks):
         return SYSTEM_PROMPT
 
 
-def _model(args: argparse.Namespace) -> Any:
-    """The embedded bash-echo model, or ``--model URL`` (an OpenAI-compatible endpoint)."""
-    if getattr(args, "model", None) is None:
-        return ShellModel()
-    from .models.openai import OpenAIChatModel  # httpx only when a real model is asked for
+@attrs.frozen
+class Connected:
+    """The model ``run --model`` talks to: the adapter, and what the banner says of it."""
 
-    return OpenAIChatModel(args.model, args.model_name)
+    model: Any
+    name: str
+    api: str
+    url: str
+
+
+def _api_of(args: argparse.Namespace) -> str:
+    """``--api``, or chosen from the URL: ``anthropic`` for an anthropic.com host."""
+    if args.api is not None:
+        return str(args.api)
+    host = urllib.parse.urlsplit(args.model).hostname or ""
+    return "anthropic" if host == "anthropic.com" or host.endswith(".anthropic.com") else "openai"
+
+
+def _key(args: argparse.Namespace, api: str) -> str:
+    """The API key from ``--api-key-env NAME`` (which must be set), else from the API's usual
+    variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``; unset: no key, as local servers
+    need none)."""
+    name = args.api_key_env or ("ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY")
+    value = os.environ.get(name)
+    if args.api_key_env is not None and not value:
+        raise CliError(f"trio-agent run: --api-key-env {name}: ${name} is not set", UNREADABLE)
+    return value or ""
+
+
+async def connect(args: argparse.Namespace) -> Connected:
+    """The adapter for ``--model URL``, its model name checked against the server's model
+    list (``GET <URL>/models``) where it has one, and taken from it when it lists exactly
+    one and ``--model-name`` is not given (spec/cli.md §`trio-agent run`'s screen). A model
+    that cannot be used is one line and exit 2."""
+    from .models import AnthropicModel, Limits, ModelError, OpenAIChatModel
+    from .models.http import list_models
+
+    api = _api_of(args)
+    key = _key(args, api)
+    base = args.model.rstrip("/")
+    headers = (
+        {"x-api-key": key, "anthropic-version": "2023-06-01"}
+        if api == "anthropic"
+        else ({"authorization": f"Bearer {key}"} if key else {})
+    )
+    try:
+        listed = await list_models(f"{base}/models", headers, Limits(idle=30.0, connect=10.0))
+    except ModelError as exc:
+        raise CliError(
+            f"trio-agent run: --model {args.model}: cannot reach the server: {exc.message}",
+            UNREADABLE,
+        ) from None
+    name = args.model_name
+    if name is None:
+        if listed is not None and len(listed) == 1:
+            name = listed[0]
+        elif listed:
+            shown = ", ".join(listed[:10]) + (", ..." if len(listed) > 10 else "")
+            raise CliError(
+                f"trio-agent run: --model {args.model} serves {len(listed)} models; "
+                f"choose one with --model-name ({shown})",
+                UNREADABLE,
+            )
+        else:
+            has = "lists no model" if listed is not None else "has no model list (GET /models)"
+            raise CliError(
+                f"trio-agent run: --model {args.model} {has}; give --model-name", UNREADABLE
+            )
+    elif listed is not None and name not in listed:
+        shown = ", ".join(listed[:10]) + (", ..." if len(listed) > 10 else "") or "none"
+        raise CliError(
+            f"trio-agent run: --model-name {name!r} is not served by {args.model} "
+            f"(it lists: {shown})",
+            UNREADABLE,
+        )
+    if api == "anthropic":
+        choice = None if args.tool_choice is None else {"type": _ANTHROPIC_CHOICE[args.tool_choice]}
+        model: Any = AnthropicModel(base, name, api_key=key, tool_choice=choice)
+        url = model.url
+    else:
+        model = OpenAIChatModel(base, name, api_key=key, tool_choice=args.tool_choice or "auto")
+        url = model.url
+    return Connected(model, name, api, url)
+
+
+#: ``--tool-choice`` in the Messages API's words.
+_ANTHROPIC_CHOICE = {"auto": "auto", "required": "any", "none": "none"}
+
+
+def _model(connected: Connected | None) -> Any:
+    """The embedded bash-echo model, or the one ``--model`` connected to."""
+    return ShellModel() if connected is None else connected.model
 
 
 def _hooks(args: argparse.Namespace) -> Hooks | None:
@@ -365,6 +513,7 @@ async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresS
 
 
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    connected = await connect(args) if getattr(args, "model", None) is not None else None
     store = _make_store(args)
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:
         async with contextlib.AsyncExitStack() as stack:
@@ -373,26 +522,47 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                 session = await _open_or_create(store, args.session, err)
             else:
                 session = await _open_or_create_stored(store, args.session, err)
-            print(
-                "Type a shell command and press Enter to run it in bash. Ctrl-C cancels the "
-                "running command; Ctrl-C when idle, or Ctrl-D, quits.",
-                file=err,
-                flush=True,
-            )
+            if connected is None:
+                banner = (
+                    "Type a shell command and press Enter to run it in bash. Ctrl-C cancels "
+                    "the running command; Ctrl-C when idle, or Ctrl-D, quits."
+                )
+            else:
+                _print_recent(session, err)
+                banner = (
+                    f"Talking to {connected.name} at {connected.url} ({connected.api} API), "
+                    "with one tool: bash. Type a message and press Enter. Ctrl-C cancels the "
+                    "answer or the running command; Ctrl-C when idle, or Ctrl-D, quits."
+                )
+            print(banner, file=err, flush=True)
 
-            printer = _DurablePrinter(session, out, err)
+            printer = _DurablePrinter(session, out, err, chat=connected is not None)
             unsubscribe = session.subscribe(printer.appended)
-            lost: SessionFenced | None = None
+            lost: SessionFenced | WriteFailed | None = None
             try:
-                exit_code = await _run_agent(args, session, printer, interrupts, err)
-            except SessionFenced as exc:  # raised by the final flush of leaving the agent
+                exit_code = await _run_agent(args, connected, session, printer, interrupts, err)
+            except (SessionFenced, WriteFailed) as exc:  # the final flush of leaving the agent
                 lost = exc
             finally:
                 unsubscribe()
                 try:
                     await session.aclose()
-                except SessionFenced as exc:
+                except (SessionFenced, WriteFailed) as exc:
                     lost = lost or exc
+            if isinstance(lost, WriteFailed):  # a full disk: one line, not an internal error
+                cause = lost.__cause__
+                reason = cause.strerror if isinstance(cause, OSError) else None
+                where = (
+                    str(store.path_of(args.session))
+                    if isinstance(store, JsonlStore)
+                    else store_where(args.session)
+                )
+                raise CliError(
+                    f"{where}: cannot write the session log ({reason or lost.errno}); this run "
+                    f"stopped and {plural(lost.queued, 'event')} not written are lost (the log "
+                    "is a valid prefix, which the next open repairs)",
+                    UNREADABLE,
+                )
             if lost is not None:  # what was not durable then never will be: not printed
                 raise CliError(f"{store_where(args.session)}: {lost}; this run stopped", REFUSED)
             printer.print_pending()  # every event is durable once the session is closed
@@ -421,6 +591,7 @@ def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
 
 async def _run_agent(
     args: argparse.Namespace,
+    connected: Connected | None,
     session: Session,
     printer: _DurablePrinter,
     interrupts: AsyncIterator[int],
@@ -429,7 +600,9 @@ async def _run_agent(
     """The agent on ``session`` until stdin ends (0) or Ctrl-C while idle (130)."""
     exit_code = 0
     async with (
-        open_agent(session, model=_model(args), tools=[BashTool()], hooks=_hooks(args)) as agent,
+        open_agent(
+            session, model=_model(connected), tools=[BashTool()], hooks=_hooks(args)
+        ) as agent,
         trio.open_nursery() as nursery,
     ):
         agent.subscribe(_reporter(err, nursery.cancel_scope))

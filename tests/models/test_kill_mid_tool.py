@@ -71,7 +71,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     try:
         async with serve_provider(plays) as provider:
             argv = [sys.executable, "-m", "trio_agent", "run", "--root", str(root),
-                    "--session", "s1", "--model", provider.url]  # fmt: skip
+                    "--session", "s1", "--model", provider.url, "--model-name", "m"]  # fmt: skip
             # The first agent: its stdin stays open, so it waits for more input until killed.
             async with trio.open_nursery() as nursery:
                 agent = await nursery.start(
@@ -85,7 +85,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
                 # The tool runs: its first output line reached the log on disk.
                 events = await until_on_disk(log, started_output)
                 spawned = next(e["data"] for e in events if e["type"] == "tool/spawned")
-                assert spawned["callId"] == "call_k9"
+                assert spawned["callId"] == "call-1-1-1"  # ours; the provider's is call_k9
                 pgid, marker = spawned["pgid"], identity_marker(spawned["identity"])
                 assert marker is not None
                 assert in_group(pgid)  # the sleep is running
@@ -116,12 +116,13 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     assert in_group(pgid) == []
     assert tagged(MARKER_VAR, marker) == {}
 
-    # The log: the placeholder answers call_k9, then the resumed turn completed.
+    # The log: the placeholder answers call-1-1-1 (the provider's call_k9), then the
+    # resumed turn completed.
     async with JsonlStore(root) as store:
         events_after = await store.load("s1")
     assert check_events(events_after).open_turn is None  # valid and balanced
     placeholder = next(e.data for e in events_after if e.type == "tool/result")
-    assert placeholder["callId"] == "call_k9"
+    assert placeholder["callId"] == "call-1-1-1"
     assert placeholder["isError"] is True
     assert placeholder["error"] == {"code": "TOOL_OUTCOME_UNKNOWN"}
     assert "outcome is unknown" in placeholder["content"]
@@ -132,6 +133,7 @@ async def test_kill_9_mid_tool_then_reopen_sends_the_placeholder(tmp_path: Path)
     assert len(requests) == 2
     messages = requests[1]["messages"]
     tools = [m for m in messages if m["role"] == "tool"]
+    # After the reopen the provider is still shown its own id, read back from the log.
     assert len(tools) == 1 and tools[0]["tool_call_id"] == "call_k9"
     assert tools[0]["content"].endswith(placeholder["content"])  # what the call printed first
     assert "started" in tools[0]["content"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -57,13 +58,17 @@ async def test_a_two_step_turn_with_a_tool_call_split_over_deltas() -> None:
     assert check_events(session.events).open_turn is None  # valid and balanced
     assert turn_end(session) == {"kind": "completed"}
     calls = [e.data for e in session.events if e.type == "tool/call"]
-    assert calls == [{"turn": 1, "step": 1, "callId": "call_1", "name": "echo",
+    # Our session-unique id; the provider's own is kept beside it and sent back to it.
+    assert calls == [{"turn": 1, "step": 1, "callId": "call-1-1-1", "name": "echo",
                       "arguments": {"text": "hi there"}}]  # fmt: skip
+    message = next(e.data for e in session.events if e.type == "assistant/message")
+    assert message["message"]["content"][1]["providerId"] == "call_1"
     # The first request: system prompt first, the user message, the tool advertised.
     assert first["stream"] is True and first["model"] == "test-model"
     assert first["messages"][-1] == {"role": "user", "content": "say hi"}
     assert first["tools"][0]["function"]["name"] == "echo"
     assert first["tools"][0]["function"]["parameters"]["required"] == ["text"]
+    assert first["tool_choice"] == "auto" and first["stream_options"] == {"include_usage": True}
     # The second carries the assistant's tool_calls and the tool's answer.
     assistant, tool = second["messages"][-2:]
     assert assistant["role"] == "assistant" and assistant["content"] == "Let me "
@@ -174,7 +179,7 @@ ERRORS = [
     (Play(events=({"choices": "abc"},)), "BAD_STREAM", "expected an array, got str 'abc'"),
     (Play(events=tool_call_events("echo", '["a list"]')), "BAD_STREAM", "not a JSON object"),
     (Play(events=(_delta("half"),), then="drop"), "CONNECTION", ""),
-    (Play(events=(_delta("half"),)), "CONNECTION", "closed before the answer finished"),
+    (Play(events=(_delta("half"),)), "INCOMPLETE", "ended before the answer finished"),
 ]  # fmt: skip
 
 
@@ -262,7 +267,7 @@ def test_the_request_mapping() -> None:
     assert body["messages"] == [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "run it"},
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "c1", "type": "function",
              "function": {"name": "bash", "arguments": '{"command":"ls"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": placeholder},
@@ -273,6 +278,10 @@ def test_the_request_mapping() -> None:
                                           "parameters": {"type": "object"}}}
     ]  # fmt: skip
     assert body["max_tokens"] == 100 and body["temperature"] == 0 and body["stream"] is True
+    assert body["tool_choice"] == "auto"
+    assert "tool_choice" not in request_body(request, "m", tool_choice=None)
+    no_tools = attrs.evolve(request, tools=(), tool_specs=())
+    assert "tool_choice" not in request_body(no_tools, "m")
 
 
 async def test_bash_output_reaches_the_model() -> None:

@@ -147,6 +147,10 @@ class LogChecker:
         in the order the model requested them. ``dispatched`` means its ``tool/call`` is in."""
         return [(cid, c.name, c.dispatched) for cid, c in self._calls.items() if not c.resolved]
 
+    def call_id_used(self, call_id: str) -> bool:
+        """True when a ``tool-call`` block of the log already has ``call_id`` (I10)."""
+        return call_id in self._call_ids
+
     def spawn_identity(self, call_id: str) -> str | None:
         """The ``identity`` that ``tool/spawned`` recorded for ``call_id`` of the open step, or
         ``None`` (no such call, or it logged no process group)."""

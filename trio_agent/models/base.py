@@ -5,7 +5,10 @@ objects the loop appends as ``assistant/chunk`` events, one per chunk, as they a
 
 * ``{"type": "text-delta", "text": str}`` — visible text;
 * ``{"type": "tool-call", "id": str, "name": str, "arguments": object}`` — one requested call,
-  its ``id`` unique in the whole log;
+  its ``id`` unique in the whole log (a call whose id is already used fails the turn with
+  ``BAD_CHUNK``); an optional ``providerId`` (a non-empty str) keeps the provider's own id
+  for the call, kept in the ``assistant/message`` block and sent back to the provider
+  (spec/models.md §Call ids);
 * ``{"type": "finish", "reason": "stop" | "tool-calls" | "max-tokens"}`` — the end; or
   ``{"type": "finish", "reason": "error", "error": {"code": str, "message": str}}`` for a
   provider failure (the turn then ends ``error`` with that code and message);
@@ -116,6 +119,8 @@ def check_chunk(chunk: object) -> Mapping[str, Any]:
             raise ModelError("BAD_CHUNK", f"tool-call needs a non-empty id and name: {chunk!r}")
         if type(chunk.get("arguments", {})) is not dict:
             raise ModelError("BAD_CHUNK", f"tool-call arguments must be an object: {chunk!r}")
+        if "providerId" in chunk and not _nonempty_str(chunk["providerId"]):
+            raise ModelError("BAD_CHUNK", f"providerId must be a non-empty str: {chunk!r}")
     elif kind == "finish":
         if type(chunk.get("reason")) is not str:
             raise ModelError("BAD_CHUNK", f"finish without a str reason: {chunk!r}")

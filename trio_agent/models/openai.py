@@ -1,9 +1,10 @@
 """``OpenAIChatModel``: an OpenAI-compatible Chat Completions endpoint, streamed (spec/models.md).
 
-One adapter for OpenAI, DeepSeek, vLLM, llama.cpp's server, Ollama and LM Studio: ``POST
-{base_url}/chat/completions`` with ``stream: true``, read as server-sent events. HTTP is
-httpx (it runs on trio through anyio), SSE parsing is httpx-sse (notes/2026-12-03-http-model.md);
-the mapping both ways is the pure :mod:`trio_agent.models.openai_wire`.
+One adapter for OpenAI and the servers that copy its API (vLLM, llama.cpp's server,
+llama-cpp-python, Ollama, LM Studio, LiteLLM, OpenRouter; spec/models.md §Compatibility)
+``POST {base_url}/chat/completions`` with ``stream: true``, read as server-sent events. HTTP is
+httpx (it runs on trio through anyio); the bounded reading is :mod:`trio_agent.models.http`
+and the mapping both ways is the pure :mod:`trio_agent.models.openai_wire`.
 
 Cancel closes the socket: the stream is an async generator whose ``finally`` closes the
 response and the client, and the turn loop closes the generator (shielded, bounded) when the
@@ -19,25 +20,25 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import httpx
-import httpx_sse
-import orjson
+import attrs
 
 from .base import ModelError, ModelRequest, StepContext
+from .http import Limits, error_finish, post_events, where
 from .openai_wire import StreamAssembler, request_body
+from .sse import SSEDecoder
 
 __all__ = ["OpenAIChatModel"]
-
-#: How much of an error response's body goes into the one-line message.
-_ERROR_BODY_LIMIT = 2000
 
 
 class OpenAIChatModel:
     """Stream chunks from an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` (sent as ``Authorization: Bearer``; none if
-    unset, as local servers need none). ``timeout`` bounds connecting and each wait for the
-    next byte, in seconds (``TIMEOUT`` when it runs out).
+    unset, as local servers need none). ``timeout`` is the idle timeout: seconds without an
+    event (``TIMEOUT`` when it runs out); ``limits`` holds it and every other bound
+    (:class:`~trio_agent.models.http.Limits`, spec/models.md §Bounds). ``tool_choice`` is
+    sent when tools are offered (``None``: not sent); ``include_usage`` asks for the usage
+    event (``stream_options``).
     """
 
     def __init__(
@@ -47,8 +48,11 @@ class OpenAIChatModel:
         *,
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_tokens: int | None = None,
+        tool_choice: str | Mapping[str, Any] | None = "auto",
+        include_usage: bool = True,
+        limits: Limits | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -57,69 +61,57 @@ class OpenAIChatModel:
         self._headers = {"accept": "text/event-stream", **(headers or {})}
         if key:
             self._headers["authorization"] = f"Bearer {key}"
-        self._timeout = timeout
+        limits = limits or Limits()
+        if timeout is not None:
+            limits = attrs.evolve(limits, idle=timeout)
+        self.limits = limits
         self._max_tokens = max_tokens
+        self._tool_choice = tool_choice
+        self._include_usage = include_usage
         self._extra_body = dict(extra_body or {})
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
     def stream(self, request: ModelRequest, ctx: StepContext) -> AsyncIterator[Mapping[str, Any]]:
         return self._stream(request, f"call-{ctx.turn}-{ctx.step}")
 
     async def _stream(self, request: ModelRequest, id_prefix: str) -> AsyncIterator[dict[str, Any]]:
+        url = self.url
+        limits = self.limits
+        if request.step > limits.steps:
+            yield error_finish(
+                "LIMIT", f"{url}: more than {limits.steps} model calls in one turn (Limits.steps)"
+            )
+            return
         body = request_body(
-            request, self.model, max_tokens=self._max_tokens, extra_body=self._extra_body
+            request,
+            self.model,
+            max_tokens=self._max_tokens,
+            tool_choice=self._tool_choice,
+            include_usage=self._include_usage,
+            extra_body=self._extra_body,
         )
-        url = f"{self.base_url}/chat/completions"
-        assembler = StreamAssembler(id_prefix)
+        assembler = StreamAssembler(id_prefix, max_tool_calls=limits.tool_calls)
+        decoder = SSEDecoder(max_line=limits.line, max_event=limits.event)
         try:
-            client = httpx.AsyncClient(timeout=httpx.Timeout(self._timeout))
-            async with client, client.stream("POST", url, json=body, headers=self._headers) as resp:
-                if not 200 <= resp.status_code < 300:
-                    raise ModelError(f"HTTP_{resp.status_code}", await _error_text(resp))
-                # Read to the end of the body even after [DONE] (the provider ends it
-                # right there), so httpx's own iterators finish rather than dangle.
-                events = httpx_sse.EventSource(resp).aiter_sse()
-                async with contextlib.aclosing(events):
-                    async for sse in events:
-                        for chunk in assembler.feed(sse.data):
-                            yield chunk
-                for chunk in assembler.end():
-                    yield chunk
+            events = post_events(url, body, self._headers, limits, decoder)
+            async with contextlib.aclosing(events):
+                async for sse in events:
+                    for chunk in assembler.feed(sse.data):
+                        yield chunk
+                    if assembler.done:
+                        return  # closing the response: nothing after [DONE] is read
+            for chunk in assembler.end():
+                yield chunk
         except ModelError as exc:
-            yield _error_finish(exc.code, exc.message)
-        except httpx.TimeoutException:
-            yield _error_finish("TIMEOUT", f"no answer from {url} within {self._timeout:g}s")
-        except (httpx.TransportError, httpx_sse.SSEError) as exc:
-            yield _error_finish("CONNECTION", f"{url}: {type(exc).__name__}: {exc}".strip())
+            if assembler.finished and not assembler.done and exc.code in _AFTER_FINISH:
+                # The answer was whole; only the usage event or [DONE] was lost.
+                yield {"type": "finish", "reason": assembler.finish_reason}
+                return
+            yield error_finish(exc.code, where(exc, url, decoder))
 
 
-def _error_finish(code: str, message: str) -> dict[str, Any]:
-    return {
-        "type": "finish",
-        "reason": "error",
-        "error": {"code": code, "message": " ".join(message.split())},
-    }
-
-
-async def _error_text(resp: httpx.Response) -> str:
-    """The provider's error text, on one line, with any ``retry-after``."""
-    raw = b""
-    async for part in resp.aiter_bytes():
-        raw += part
-        if len(raw) > _ERROR_BODY_LIMIT:
-            break
-    text = raw[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-    try:
-        parsed = orjson.loads(raw)
-        error = parsed.get("error") if isinstance(parsed, dict) else None
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            text = error["message"]
-        elif isinstance(error, str):
-            text = error
-    except ValueError:
-        pass
-    reason = resp.reason_phrase or httpx.codes.get_reason_phrase(resp.status_code)
-    message = f"{resp.status_code} {reason}: {text}".strip()
-    retry = resp.headers.get("retry-after")
-    if retry:
-        message += f" (retry-after: {retry})"
-    return message
+#: Failures that, after the finish reason arrived, lose nothing of the answer.
+_AFTER_FINISH = frozenset({"CONNECTION", "TIMEOUT", "INCOMPLETE", "BAD_STREAM"})

@@ -10,7 +10,7 @@ error's ``code`` excepted: it is shown as sent, see :class:`ProviderError`). No 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -20,10 +20,24 @@ import orjson
 from ..boundary import errors, strict_converter
 from .base import ModelError, ModelRequest
 
-__all__ = ["FINISH_REASONS", "StreamAssembler", "request_body"]
+__all__ = ["FINISH_REASONS", "StreamAssembler", "provider_ids", "request_body"]
 
 #: ``finish_reason`` → the chunk protocol's ``finish.reason`` (spec/models.md §OpenAIChatModel).
 FINISH_REASONS: Final = {"stop": "stop", "tool_calls": "tool-calls", "length": "max-tokens"}
+
+
+def provider_ids(blocks: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Our call id → the id to send the provider for the ``tool-call`` blocks of one message:
+    the provider's own (``providerId``) when it gave one that no other block of the message
+    shares, else ours (spec/models.md §Call ids)."""
+    theirs = [b.get("providerId") for b in blocks]
+    counts: dict[object, int] = {}
+    for pid in theirs:
+        counts[pid] = counts.get(pid, 0) + 1
+    return {
+        b["id"]: pid if type(pid) is str and pid and counts[pid] == 1 else b["id"]
+        for b, pid in zip(blocks, theirs, strict=True)
+    }
 
 
 def request_body(
@@ -31,38 +45,46 @@ def request_body(
     model: str,
     *,
     max_tokens: int | None = None,
+    tool_choice: str | Mapping[str, Any] | None = "auto",
+    include_usage: bool = True,
     extra_body: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON body for ``request`` (spec/models.md §Request)."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
+    sent_ids: dict[str, str] = {}  # our call id -> the id the provider was shown
     for m in request.messages:
         role = m["role"]
         if role == "user":
             messages.append({"role": "user", "content": m["text"]})
         elif role == "assistant":
             text = "".join(b["text"] for b in m["content"] if b["type"] == "text")
+            blocks = [b for b in m["content"] if b["type"] == "tool-call"]
+            ids = provider_ids(blocks)
+            sent_ids.update(ids)
             calls = [
                 {
-                    "id": b["id"],
+                    "id": ids[b["id"]],
                     "type": "function",
                     "function": {
                         "name": b["name"],
                         "arguments": orjson.dumps(b["arguments"]).decode(),
                     },
                 }
-                for b in m["content"]
-                if b["type"] == "tool-call"
+                for b in blocks
             ]
-            content = text if text or not calls else None  # null beside tool calls
-            out: dict[str, Any] = {"role": "assistant", "content": content}
+            # "" beside tool calls, never null: servers refuse null (and a missing content).
+            out: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
                 out["tool_calls"] = calls
             messages.append(out)
         elif role == "tool":
-            messages.append({"role": "tool", "tool_call_id": m["callId"], "content": m["content"]})
+            call_id = sent_ids.get(m["callId"], m["callId"])
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": m["content"]})
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
     if request.tool_specs:
         body["tools"] = [
             {
@@ -80,6 +102,8 @@ def request_body(
             {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
             for name in request.tools
         ]
+    if "tools" in body and tool_choice is not None:
+        body["tool_choice"] = tool_choice
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     body.update(extra_body or {})
@@ -92,12 +116,14 @@ def request_body(
 @attrs.frozen
 class FunctionDelta:
     name: str | None = None
-    arguments: str | None = None
+    #: JSON text, the OpenAI way; some gateways send the object itself (checked when used).
+    arguments: Any = None
 
 
 @attrs.frozen
 class ToolCallDelta:
-    index: int
+    #: Absent from some servers' fragments (each then carries a whole call).
+    index: int | None = None
     id: str | None = None
     type: str | None = None
     function: FunctionDelta | None = None
@@ -162,25 +188,43 @@ class _Call:
 class StreamAssembler:
     """Feed it each SSE ``data`` string; it returns the chunks to stream (spec/models.md).
 
-    Tool-call fragments are assembled per ``index`` (id and name in the first fragment,
-    ``arguments`` split across many) and emitted as one ``tool-call`` chunk when complete:
-    when a fragment of a later index starts, or at the finish. Raises :class:`ModelError`
-    (``BAD_STREAM``, ``PROVIDER_ERROR``) for what cannot be streamed on.
+    Tool-call fragments are assembled per call (id and name in the first fragment,
+    ``arguments`` split across many; an id or name repeated in a later fragment is taken
+    once) and emitted as one ``tool-call`` chunk when complete: when another call starts (see
+    :meth:`_starts_call`), or at the finish reason. Each gets the session-unique id
+    ``<id_prefix>-<n>`` (n from 1) and keeps the provider's id as ``providerId``. The
+    ``finish`` chunk waits for ``[DONE]`` (or the end of the body), so a usage event sent
+    after the finish reason is still streamed. Raises :class:`ModelError` (``BAD_STREAM``,
+    ``PROVIDER_ERROR``, ``INCOMPLETE``, ``LIMIT``) for what cannot be streamed on. Each
+    event costs time in proportion to its own size: 10,000 calls are linear.
     """
 
-    def __init__(self, id_prefix: str) -> None:
+    def __init__(self, id_prefix: str, *, max_tool_calls: int = 64) -> None:
         self._id_prefix = id_prefix
-        self._calls: dict[int, _Call] = {}
-        self._emitted: set[int] = set()
-        self.finished = False
+        self._max_tool_calls = max_tool_calls
+        self._calls: dict[int, _Call] = {}  # in order of arrival
+        self._open: int | None = None  # the key of the call whose fragments are arriving
+        self._open_index: int | None = None  # its provider index, if it had one
+        self._seen: set[int] = set()  # provider indexes seen
+        self._emitted = 0
+        #: The finish reason arrived (its chunk waits for the end); and the end arrived.
+        self.finish_reason: str | None = None
         self.done = False
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
 
     def feed(self, data: str) -> list[dict[str, Any]]:
         if self.done:
             return []
         if data.strip() == "[DONE]":
             self.done = True
-            return self._finish("stop") if not self.finished else []
+            if self.finish_reason is None:
+                raise ModelError(
+                    "INCOMPLETE", "[DONE] arrived before any finish_reason: the answer was cut"
+                )
+            return [{"type": "finish", "reason": self.finish_reason}]
         try:
             raw = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -194,51 +238,113 @@ class StreamAssembler:
             raise ModelError("BAD_STREAM", f"a malformed event: {detail}") from None
         if event.error is not None:
             raise ModelError("PROVIDER_ERROR", _provider_error(event.error))
+        if raw.get("object") == "error":  # an error object sent bare, as older servers do
+            bare = ProviderError(
+                message=raw["message"] if type(raw.get("message")) is str else "",
+                code=raw.get("code", raw.get("type")),
+            )
+            raise ModelError("PROVIDER_ERROR", _provider_error(bare))
         out: list[dict[str, Any]] = []
         for choice in event.choices[:1]:  # one completion is asked for (n = 1)
+            if self.finish_reason is not None:
+                continue  # after the finish reason only usage counts
             if choice.delta.content:
                 out.append({"type": "text-delta", "text": choice.delta.content})
             for fragment in choice.delta.tool_calls or ():
                 out.extend(self._fragment(fragment))
-            if choice.finish_reason is not None and not self.finished:
+            if choice.finish_reason is not None:
                 reason = choice.finish_reason
                 if reason == "content_filter":
                     raise ModelError("PROVIDER_ERROR", "the provider filtered the answer")
-                out.extend(self._finish(FINISH_REASONS.get(reason, "stop")))
+                out.extend(self._close_open())
+                reason = FINISH_REASONS.get(reason, "stop")
+                if reason == "stop" and self._emitted:
+                    reason = "tool-calls"  # some servers say stop after calls
+                self.finish_reason = reason
         if event.usage is not None:  # the provider's keys, under our type: never another chunk
             out.append({"type": "usage", **{k: v for k, v in event.usage.items() if k != "type"}})
         return out
 
     def end(self) -> list[dict[str, Any]]:
-        """The stream ended (end of the body). Without ``[DONE]`` or a finish it was cut."""
-        if not self.finished:
-            raise ModelError("CONNECTION", "the connection closed before the answer finished")
-        return []
+        """The body ended. After a finish reason, the ``finish`` chunk (when ``[DONE]`` did
+        not already bring it); without one the answer was cut (``INCOMPLETE``)."""
+        if self.done:
+            return []
+        if self.finish_reason is None:
+            raise ModelError("INCOMPLETE", "the response ended before the answer finished")
+        self.done = True
+        return [{"type": "finish", "reason": self.finish_reason}]
 
     def _fragment(self, fragment: ToolCallDelta) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        if fragment.index not in self._calls:
-            # A later index starts: every earlier call is complete.
-            for index in sorted(self._calls):
-                if index < fragment.index and index not in self._emitted:
-                    out.append(self._complete(index))
-            self._calls[fragment.index] = _Call()
-        call = self._calls[fragment.index]
-        if fragment.id:
-            call.id = fragment.id
-        if fragment.function is not None:
-            if fragment.function.name:
-                call.name = (call.name or "") + fragment.function.name
-            if fragment.function.arguments:
-                call.arguments.append(fragment.function.arguments)
+        if self._starts_call(fragment):
+            index = fragment.index
+            if index is not None and index != self._open_index and index in self._seen:
+                raise ModelError(
+                    "BAD_STREAM",
+                    f"tool call {fragment.index} continued after another call started",
+                )
+            out.extend(self._close_open())  # another call starts: the open one is complete
+            if len(self._calls) >= self._max_tool_calls:
+                raise ModelError(
+                    "LIMIT",
+                    f"more than {self._max_tool_calls} tool calls in one answer "
+                    "(Limits.tool_calls)",
+                )
+            key = len(self._calls)
+            self._calls[key] = _Call()
+            self._open = key
+            self._open_index = fragment.index
+            if fragment.index is not None:
+                self._seen.add(fragment.index)
+        assert self._open is not None
+        call = self._calls[self._open]
+        if fragment.id and call.id is None:
+            call.id = fragment.id  # a repeated id (some servers send it each time) is ignored
+        function = fragment.function
+        if function is not None:
+            if function.name and function.name != call.name:
+                # Some servers repeat the whole name in every fragment: taken once.
+                call.name = (call.name or "") + function.name
+            arguments = function.arguments
+            if isinstance(arguments, dict):
+                arguments = orjson.dumps(arguments).decode()  # the object itself, sent as is
+            elif arguments is not None and type(arguments) is not str:
+                raise ModelError(
+                    "BAD_STREAM", f"tool call arguments must be JSON text, got {arguments!r:.80}"
+                )
+            if arguments:
+                call.arguments.append(arguments)
         return out
 
+    def _starts_call(self, fragment: ToolCallDelta) -> bool:
+        """Does ``fragment`` begin a new call? When no call is open; when its ``index``
+        differs from the open call's; when it carries an id other than the open call's
+        (some gateways give every call index 0); and, without an index, when it names a
+        function while the open call already has arguments."""
+        if self._open is None:
+            return True
+        call = self._calls[self._open]
+        if fragment.index is not None and fragment.index != self._open_index:
+            return True
+        if fragment.id and call.id and fragment.id != call.id:
+            return True
+        function = fragment.function
+        named = function is not None and bool(function.name)
+        return fragment.index is None and named and bool(call.arguments) and not fragment.id
+
+    def _close_open(self) -> list[dict[str, Any]]:
+        if self._open is None:
+            return []
+        index, self._open = self._open, None
+        return [self._complete(index)]
+
     def _complete(self, index: int) -> dict[str, Any]:
-        self._emitted.add(index)
         call = self._calls[index]
         if not call.name:
             raise ModelError("BAD_STREAM", f"tool call {index} has no function name")
         text = "".join(call.arguments).strip() or "{}"
+        call.arguments = []  # emitted: its text is not kept twice
         try:
             arguments = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -249,12 +355,13 @@ class StreamAssembler:
             raise ModelError(
                 "BAD_STREAM", f"tool call {call.name!r}: arguments are not a JSON object"
             )
-        call_id = call.id or f"{self._id_prefix}-{index}"
-        return {"type": "tool-call", "id": call_id, "name": call.name, "arguments": arguments}
-
-    def _finish(self, reason: str) -> list[dict[str, Any]]:
-        self.finished = True
-        out = [self._complete(i) for i in sorted(self._calls) if i not in self._emitted]
-        if reason == "stop" and out:
-            reason = "tool-calls"  # some servers say stop after calls
-        return [*out, {"type": "finish", "reason": reason}]
+        self._emitted += 1
+        chunk = {
+            "type": "tool-call",
+            "id": f"{self._id_prefix}-{self._emitted}",
+            "name": call.name,
+            "arguments": arguments,
+        }
+        if call.id:
+            chunk["providerId"] = call.id
+        return chunk

@@ -74,12 +74,14 @@ def _message(value: object) -> dict[str, Any]:
 class _Streamed:
     """What one model stream has produced so far: its text, its calls, its ``finish``."""
 
-    __slots__ = ("calls", "finish", "text")
+    __slots__ = ("_ids", "_used", "calls", "finish", "text")
 
-    def __init__(self) -> None:
+    def __init__(self, used: Callable[[str], bool] = lambda _: False) -> None:
         self.text: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self.finish: Mapping[str, Any] | None = None
+        self._ids: set[str] = set()
+        self._used = used  # is this call id already in the log? (I10)
 
     def take(self, chunk: Mapping[str, Any]) -> bool:
         """Fold in one (checked) chunk; True at the ``finish`` chunk, where the stream ends."""
@@ -87,16 +89,24 @@ class _Streamed:
         if kind == "text-delta":
             self.text.append(chunk["text"])
         elif kind == "tool-call":
-            if any(c["id"] == chunk["id"] for c in self.calls):
-                raise ModelError("BAD_CHUNK", f"tool-call id {chunk['id']!r} repeated")
-            self.calls.append(
-                {
-                    "type": "tool-call",
-                    "id": chunk["id"],
-                    "name": chunk["name"],
-                    "arguments": chunk.get("arguments", {}),
-                }
-            )
+            call_id = chunk["id"]
+            if call_id in self._ids:
+                raise ModelError("BAD_CHUNK", f"tool-call id {call_id!r} repeated")
+            if self._used(call_id):
+                # The model's fault, not the loop's: the turn fails, the log stays valid.
+                raise ModelError(
+                    "BAD_CHUNK", f"tool-call id {call_id!r} is already used in this session"
+                )
+            self._ids.add(call_id)
+            block = {
+                "type": "tool-call",
+                "id": call_id,
+                "name": chunk["name"],
+                "arguments": chunk.get("arguments", {}),
+            }
+            if "providerId" in chunk:
+                block["providerId"] = chunk["providerId"]
+            self.calls.append(block)
         elif kind == "finish":
             self.finish = chunk
             return True
@@ -298,10 +308,12 @@ class TurnRunner:
         """Prompt, stream, message, tools. Returns the step's turn ending, or ``None`` when
         the model called tools (it owes a follow-up step)."""
         request = await self._request(ctx)
-        streamed = _Streamed()
+        streamed = _Streamed(self.session.checker.call_id_used)
         await self._stream(controller, ctx, request, streamed)
         finish = streamed.finish
         if finish is not None and finish["reason"] == "error":
+            # What the user saw is kept, as on a cancel (K14).
+            self._rescue_interrupted(ctx, streamed.text)
             raise ModelError(finish["error"]["code"], finish["error"]["message"])
         max_tokens = finish is not None and finish["reason"] == "max-tokens"
         calls = [] if max_tokens else streamed.calls  # a cut-off answer's calls never run
@@ -347,7 +359,8 @@ class TurnRunner:
         streamed: _Streamed,
     ) -> None:
         """Append every chunk as it arrives, up to the first ``finish`` (K14), into
-        ``streamed``. A cancel keeps the visible prefix (:meth:`_rescue_interrupted`)."""
+        ``streamed``. A cancel or a failure keeps the visible prefix
+        (:meth:`_rescue_interrupted`)."""
         stream = self.model.stream(request, ctx)
         try:
             async for raw in stream:
@@ -361,11 +374,9 @@ class TurnRunner:
                 # A cancel that landed after the last chunk still interrupts (K14).
                 await trio.lowlevel.checkpoint_if_cancelled()
         except BaseException as exc:
-            finish = streamed.finish
-            provider_failed = isinstance(_leaf(exc), ModelError) or (
-                finish is not None and finish["reason"] == "error"
-            )
-            if controller.cancel_called and not provider_failed and self.fatal is None:
+            # A cancel, or a model that failed mid-stream (K14): the visible prefix is kept.
+            failed = isinstance(exc, Exception)
+            if (controller.cancel_called or failed) and self.fatal is None:
                 self._rescue_interrupted(ctx, streamed.text)
             raise
         finally:
@@ -375,7 +386,8 @@ class TurnRunner:
                     await aclose()
 
     def _rescue_interrupted(self, ctx: TurnContext, text: list[str]) -> None:
-        """K14: a cancelled stream's visible prefix becomes ``assistant/message{interrupted}``
+        """K14: a cancelled or failed stream's visible prefix becomes
+        ``assistant/message{interrupted}``
         with one text block; tool-call blocks are dropped, and nothing is written when no
         visible text streamed."""
         prefix = "".join(text)

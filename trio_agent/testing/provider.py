@@ -1,16 +1,19 @@
 """A scripted OpenAI-compatible server on 127.0.0.1, for tests and for trying the HTTP model.
 
-It answers ``POST /chat/completions`` with the next :class:`Play` of its script: server-sent
-events, then the end of the response, a hang (the stream stays open, sending nothing, until
-the client closes it), a drip (one more text delta every ``every`` seconds, forever, until the
-client closes it), or a dropped connection; or an error status with a body. It records each
-request's JSON body and, per connection, a :class:`trio.Event` set when the client closed it
-(and the ``time.perf_counter()`` of that moment), so a test can wait for "the socket was
-closed" as an event instead of a timer.
+It answers each ``POST`` (``/chat/completions``, or Anthropic's ``/messages``) with the next
+:class:`Play` of its script: server-sent events (named ones with ``named=True``, as
+Anthropic's API sends them; :func:`anthropic_events` builds such a stream; ``preamble``
+bytes such as SSE comments first), then the end of the response, a hang (the stream stays
+open, sending nothing, until the client closes it), a drip (one more text delta every
+``every`` seconds, forever, until the client closes it), or a dropped connection; or an
+error status with a body. A ``GET`` (``/models``) lists ``models``, or answers 404 when it
+is ``None``. It records each request's JSON body and headers and, per connection, a
+:class:`trio.Event` set when the client closed it (and the ``time.perf_counter()`` of that
+moment), so a test can wait for "the socket was closed" as an event instead of a timer.
 
 HTTP is h11 (one connection, one request: the server closes after the response). Run it by
-hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL and answers
-every request with a short text.
+hand with ``python -m trio_agent.testing.provider --port N``: it prints its URL, lists one
+model (``scripted``) and answers every request with a short text.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "Connection",
     "Play",
     "Provider",
+    "anthropic_events",
     "serve_provider",
     "text_events",
     "tool_call_events",
@@ -51,9 +55,14 @@ class Play:
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
     raw: bytes = b""
+    #: Bytes sent verbatim before the events (SSE comments such as ``: ping``).
+    preamble: bytes = b""
     then: Literal["end", "hang", "drop", "drip"] = "end"
     every: float = 0.001
     drip_text: str = "."
+    #: Send each dict event with an ``event: <its "type">`` line first (Anthropic's shape);
+    #: a drip then sends Anthropic text deltas.
+    named: bool = False
 
 
 @attrs.define
@@ -64,6 +73,8 @@ class Connection:
     #: ``time.perf_counter()`` when the server saw the connection end (set with ``closed``).
     closed_at: float | None = None
     request: dict[str, Any] | None = None
+    #: The request's headers, names in lower case.
+    headers: dict[str, str] = attrs.Factory(dict)
 
 
 def text_events(text: str, *, pieces: int = 3, finish: str = "stop") -> tuple[dict[str, Any], ...]:
@@ -92,6 +103,49 @@ def tool_call_events(
     return tuple(out)
 
 
+def anthropic_events(
+    text: str = "",
+    *,
+    calls: tuple[tuple[str, str, str], ...] = (),
+    stop: str | None = None,
+    pieces: int = 3,
+) -> tuple[dict[str, Any], ...]:
+    """Anthropic Messages events (send with ``Play(named=True)``): ``message_start``, a text
+    block in ``pieces`` deltas, one ``tool_use`` block per ``(id, name, input JSON text)``
+    with its input split over ``pieces`` ``input_json_delta`` events, ``message_delta`` with
+    the stop reason (``tool_use`` when there are calls, else ``end_turn``), ``message_stop``."""
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    out: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message",
+         "role": "assistant", "content": [], "model": "m", "usage": usage}},
+        {"type": "ping"},
+    ]  # fmt: skip
+    index = 0
+    if text:
+        out.append({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}})  # fmt: skip
+        step = max(1, -(-len(text) // pieces))
+        for i in range(0, len(text), step):
+            out.append({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": text[i : i + step]}})  # fmt: skip
+        out.append({"type": "content_block_stop", "index": 0})
+        index = 1
+    for call_id, name, arguments in calls:
+        out.append({"type": "content_block_start", "index": index, "content_block":
+                    {"type": "tool_use", "id": call_id, "name": name, "input": {}}})  # fmt: skip
+        step = max(1, -(-len(arguments) // pieces))
+        for i in range(0, len(arguments), step):
+            part = {"type": "input_json_delta", "partial_json": arguments[i : i + step]}
+            out.append({"type": "content_block_delta", "index": index, "delta": part})
+        out.append({"type": "content_block_stop", "index": index})
+        index += 1
+    reason = stop or ("tool_use" if calls else "end_turn")
+    out.append({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
+                "usage": {"output_tokens": 7}})  # fmt: skip
+    out.append({"type": "message_stop"})
+    return tuple(out)
+
+
 def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-1",
@@ -104,12 +158,21 @@ class Provider:
     """See the module docstring; run one with :func:`serve_provider`."""
 
     def __init__(
-        self, plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+        self,
+        plays: list[Play] | None = None,
+        *,
+        default: Play | None = None,
+        port: int = 0,
+        models: list[str] | None = None,
     ) -> None:
         self.plays: deque[Play] = deque(plays or [])
         self.default = default or Play(events=(*text_events("ok"), "[DONE]"))
         self.connections: list[Connection] = []
         self.port = port
+        #: What ``GET .../models`` lists (``None``: answered 404, as servers without one).
+        self.models = models
+        #: How many ``GET`` requests were answered (they are not among :attr:`connections`).
+        self.listed = 0
 
     @property
     def url(self) -> str:
@@ -131,9 +194,24 @@ class Provider:
             conn.closed.set()
             await stream.aclose()
 
+    async def _list_models(self, stream: trio.SocketStream, h: h11.Connection) -> None:
+        if self.models is None:
+            status, body = 404, b'{"error": {"message": "not found"}}'
+        else:
+            status = 200
+            listed = [{"id": m, "object": "model", "owned_by": "test"} for m in self.models]
+            body = orjson.dumps({"object": "list", "data": listed})
+        headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body),
+                      h11.EndOfMessage()):  # fmt: skip
+            data = h.send(event)
+            if data:
+                await stream.send_all(data)
+
     async def _serve_one(self, stream: trio.SocketStream, conn: Connection) -> None:
         h = h11.Connection(h11.SERVER)
         body = b""
+        method = b""
         while True:
             event = h.next_event()
             if event is h11.NEED_DATA:
@@ -141,10 +219,18 @@ class Provider:
                 if not data:
                     return
                 h.receive_data(data)
+            elif isinstance(event, h11.Request):
+                conn.headers = {k.decode().lower(): v.decode() for k, v in event.headers}
+                method = event.method
             elif isinstance(event, h11.Data):
                 body += event.data
             elif isinstance(event, h11.EndOfMessage):
                 break
+        if method == b"GET":  # the model list: not a chat request
+            self.connections.remove(conn)
+            self.listed += 1
+            await self._list_models(stream, h)
+            return
         try:
             conn.request = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -165,9 +251,12 @@ class Provider:
             return
         headers = [("content-type", "text/event-stream"), *play.headers]
         await send(h11.Response(status_code=200, headers=headers))
+        if play.preamble:
+            await send(h11.Data(data=play.preamble))
         for item in play.events:
             text = item if isinstance(item, str) else orjson.dumps(item).decode()
-            await send(h11.Data(data=f"data: {text}\n\n".encode()))
+            name = f"event: {item['type']}\n" if play.named and isinstance(item, dict) else ""
+            await send(h11.Data(data=f"{name}data: {text}\n\n".encode()))
         if play.raw:
             await send(h11.Data(data=play.raw))
         if play.then == "drop":
@@ -187,8 +276,12 @@ async def _drip(
 ) -> None:
     """Send a delta every ``play.every`` seconds while waiting for the client to close: the
     close is seen when it happens (a read returns end-of-file), not at the next send."""
-    payload = orjson.dumps(_choice({"content": play.drip_text}))
-    data = b"data: " + payload + b"\n\n"
+    if play.named:
+        delta = {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "text_delta", "text": play.drip_text}}  # fmt: skip
+        data = b"event: content_block_delta\ndata: " + orjson.dumps(delta) + b"\n\n"
+    else:
+        data = b"data: " + orjson.dumps(_choice({"content": play.drip_text})) + b"\n\n"
 
     async def drip() -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -206,10 +299,14 @@ async def _drip(
 
 @contextlib.asynccontextmanager
 async def serve_provider(
-    plays: list[Play] | None = None, *, default: Play | None = None, port: int = 0
+    plays: list[Play] | None = None,
+    *,
+    default: Play | None = None,
+    port: int = 0,
+    models: list[str] | None = None,
 ) -> AsyncIterator[Provider]:
     """``async with serve_provider(plays) as provider: ... provider.url`` (127.0.0.1 only)."""
-    provider = Provider(plays, default=default, port=port)
+    provider = Provider(plays, default=default, port=port, models=models)
     async with trio.open_nursery() as nursery:
         serve = functools.partial(trio.serve_tcp, provider._handle, port, host="127.0.0.1")
         listeners = await nursery.start(serve)
@@ -221,7 +318,7 @@ async def serve_provider(
 
 
 async def _main(port: int) -> None:
-    async with serve_provider(port=port) as provider:
+    async with serve_provider(port=port, models=["scripted"]) as provider:
         print(provider.url, flush=True)
         await trio.sleep_forever()
 
