@@ -831,7 +831,8 @@ _CODES: dict[str, str] = {
   1    some vector failed (each is listed)""",
     "harness": """\
   0    every example passed
-  1    the state machine found a failure (shrunk rules and reproduction printed)""",
+  1    the state machine found a failure (shrunk rules and reproduction printed)
+  2    also: Hypothesis is not installed (pip install 'trio-agent[harness]')""",
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from .spec_files import SpecMissing, spec_root
 from .testing.program_command import ProgramCommand, UsageError
 
 __all__ = ["CaseResult", "add_parser", "default_vectors", "main", "run_case"]
@@ -35,8 +36,11 @@ TIMEOUT: Final = 300.0
 
 
 def default_vectors() -> Path:
-    """``spec/vectors`` of the source tree this package lives in."""
-    return Path(__file__).resolve().parents[1] / "spec" / "vectors"
+    """``spec/vectors``, shipped inside the package (:func:`~trio_agent.spec_files.spec_root`)."""
+    try:
+        return spec_root() / "vectors"
+    except SpecMissing as exc:
+        raise UsageError(f"{exc}; or use --vectors DIR") from None
 
 
 @attrs.frozen

@@ -126,9 +126,22 @@ def _options(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The extra that brings the harness's one dependency beyond the core (pyproject.toml).
+EXTRA: Final = "trio-agent[harness]"
+
+
+def require_hypothesis() -> None:
+    """The state machine is Hypothesis's: without it, one line naming the extra (exit 2)."""
+    import importlib.util
+
+    if importlib.util.find_spec("hypothesis") is None:
+        raise UsageError(f"needs Hypothesis, which is not installed: pip install '{EXTRA}'")
+
+
 def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     if args.examples < 1 or args.steps < 1 or args.timeout <= 0:
         raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
+    require_hypothesis()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(
         command,

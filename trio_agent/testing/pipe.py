@@ -65,8 +65,12 @@ class PipeAdapter:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ if self._env is None else self._env)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        root = Path(__file__).resolve().parents[2]
+        if (root / "pyproject.toml").is_file():
+            # A source checkout: our adapter server (``-m trio_agent...``) must import this
+            # tree. An installed package needs nothing, and a port's own Python environment
+            # must not get our site-packages.
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the process is reaped
         proc = subprocess.Popen(
             self._command,
