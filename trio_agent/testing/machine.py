@@ -60,7 +60,7 @@ from .checks import (
     tear_last_line,
 )
 from .plan import MENU_NAMES
-from .protocol import POINTS, Adapter, AdapterError, Reply
+from .protocol import POINTS, Adapter, AdapterError, NoReply, Reply, RunStopped
 from .refmodel import ModelViolation, ReferenceModel
 from .wire import check_request
 
@@ -174,11 +174,15 @@ class HarnessMachine(RuleBasedStateMachine):
             else:
                 why = (str(exc).splitlines() or [""])[0].rstrip(":")
                 self.transcript.append("!! no reply: " + why)
+            if isinstance(exc, NoReply):
+                raise RunStopped(exc) from None  # not shrunk: each attempt would hang again
             raise
         for entry in reply.get("journal", ()):
             self.transcript.append("  " + _compact(entry))
+        # The reply in full, its state included: the report shows what the checks compared.
         self.transcript.append(
-            "< " + _compact({k: v for k, v in reply.items() if k not in ("journal", "state")})
+            "< "
+            + json.dumps({k: v for k, v in reply.items() if k != "journal"}, separators=(",", ":"))
         )
         if not reply.get("ok") and not reply.get("crashed"):
             # Every request the machine sends is valid in the state the world reported.
