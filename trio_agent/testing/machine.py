@@ -285,6 +285,10 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def _recover(self, tear: int | None) -> None:
         """A crash happened: freeze, tear, copy, cold-open, check the repair."""
+        try:
+            self.model.report_chunks()  # the stream the crash cut, before the model is replayed
+        except ModelViolation as exc:
+            raise HarnessViolation(f"reference model: {exc}") from None
         data = self.adapter.durable_bytes(str(self.log_path))
         data = tear_last_line(data, self.acked, tear)
         prefix = check_crash_bytes(data, self.memory, self.acked)

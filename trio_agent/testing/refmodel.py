@@ -28,6 +28,7 @@ one's runtime state.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -135,6 +136,9 @@ class ReferenceModel:
         self.checkpoint_failed = False
         self.parked: set[str] = set()  # queued ids allowed to wait while the agent is idle
         self.expect_running = False
+        #: K14 differences of the stream being logged, reported together when it ends.
+        self._chunk_diffs: list[str] = []
+        self._chunk_step = ""
         self.repairing = False
         self._send: _Send | None = None
         self._cancel: _Cancel | None = None
@@ -213,6 +217,8 @@ class ReferenceModel:
     def apply(self, entry: Mapping[str, Any]) -> None:
         """Check and apply one journal entry."""
         k = entry["k"]
+        if self._chunk_diffs and not (k == "event" and entry["event"]["type"] == "assistant/chunk"):
+            self.report_chunks()
         if self.expect_running and not (
             k == "rt" and entry["type"] == "status" and entry["status"] == Status.RUNNING
         ):
@@ -514,15 +520,33 @@ class ReferenceModel:
         step = data["step"]
         expected = expected_chunks(plan_entry(self.plan, record.number, step), record.number, step)
         index = record.chunks
-        if record.open_step != step or index >= len(expected):
+        if record.open_step != step:
             self.fail(f"seq {seq}: a chunk the scripted model never streamed: {data['chunk']}")
             return
-        if data["chunk"] != expected[index]:
-            self.fail(
-                f"seq {seq}: chunk {index + 1} of turn {record.number} step {step} is "
-                f"{data['chunk']}, the scripted model streams {expected[index]} (K14)"
+        # K14: collect every differing chunk of this stream; the first entry that is not one
+        # of its chunks (or the end of the reply) reports them all at once (report_chunks).
+        self._chunk_step = f"turn {record.number} step {step}"
+        if index >= len(expected):
+            self._chunk_diffs.append(
+                f"seq {seq}: chunk {index + 1} is {_json(data['chunk'])}; the scripted model "
+                f"streams only {len(expected)}"
+            )
+        elif data["chunk"] != expected[index]:
+            self._chunk_diffs.append(
+                f"seq {seq}: chunk {index + 1} is {_json(data['chunk'])}; the scripted model "
+                f"streams {_json(expected[index])}"
             )
         record.chunks += 1
+
+    def report_chunks(self) -> None:
+        """Fail with every differing chunk of the stream just logged, if any (K14)."""
+        diffs, self._chunk_diffs = self._chunk_diffs, []
+        if diffs:
+            self.fail(
+                f"the chunks of {self._chunk_step} differ from what the scripted model streams "
+                f"(K14; spec/harness.md §The scripted world), {len(diffs)} of them:\n  "
+                + "\n  ".join(diffs)
+            )
 
     def _on_approval_asked(self, data: Mapping[str, Any], seq: int) -> None:
         self.turns[data["turn"]].approvals[data["id"]] = data["callId"]
@@ -608,6 +632,7 @@ class ReferenceModel:
 
     def apply_closers(self, closers: Iterable[Mapping[str, Any]]) -> None:
         """Check the events a cold open appended: they only close the open turn."""
+        self.report_chunks()
         self.repairing = True
         try:
             for event in closers:
@@ -626,6 +651,7 @@ class ReferenceModel:
     def check_quiescent(self, state: Mapping[str, Any], *, held: bool = False) -> None:
         """The world settled (or, ``held``, replied right after a cancel without settling,
         spec/harness.md §Requests): compare what it reports with what must hold now."""
+        self.report_chunks()
         if self.expect_running:
             self.fail("a latched wake with pending work did not start a new run (K8)")
         if self._send is not None or self._cancel is not None:
@@ -662,3 +688,7 @@ class ReferenceModel:
             waiting = [m for q in QUEUES for m in self.queues[q] if m not in self.parked]
             if waiting:
                 self.fail(f"the agent is idle with {waiting} queued: nothing parked them (K21)")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
