@@ -141,6 +141,8 @@ class ReferenceModel:
         self._chunk_step = ""
         self.repairing = False
         self._send: _Send | None = None
+        #: ``("tool" | "approval", call id)`` -> the decision the driver delivered (K16, K18).
+        self._decided: dict[tuple[str, str], str] = {}
         self._cancel: _Cancel | None = None
         self._last_end: tuple[int, str] | None = None
         self._last_drop: tuple[str, list[str]] | None = None
@@ -251,6 +253,8 @@ class ReferenceModel:
                 self._cancel_begin(entry["cause"], bool(entry["keep_inbox"]))
             else:
                 self._cancel_end(entry.get("hit"), entry.get("turn"))
+        elif op in ("tool", "approval"):
+            self._decided[(op, entry["call"])] = entry["decision"]
         elif op == "shutdown":
             # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
             self.closing = True
@@ -564,6 +568,35 @@ class ReferenceModel:
                 f"seq {seq}: tool/call {data['callId']} without an allowed approval bracket "
                 "(K11: with an approver every dispatchable call is asked, then decided, "
                 "before its tool/call)"
+            )
+
+    def _on_tool_result(self, data: Mapping[str, Any], seq: int) -> None:
+        """A result that follows a driver's decision, in a turn no cancel reached, is the one
+        spec/harness.md §The scripted world gives (K16, K18): ``finish`` the job's text,
+        ``fail`` ``TOOL_FAILED`` with the runtime's failure text, an approval's ``deny``
+        ``DENIED``. Placeholders are repair's (checked against ``repair_closers``)."""
+        call = data["callId"]
+        tool = self._decided.pop(("tool", call), None)
+        approval = self._decided.pop(("approval", call), None)
+        record = self.turns.get(data["turn"])
+        if self.repairing or record is None or record.hit:
+            return
+        code = (data.get("error") or {}).get("code")
+        got = (data["isError"], code, data["content"])
+        want: tuple[bool, str | None, str] | None = None
+        if approval == "deny":
+            want = (True, "DENIED", "The job call was not approved, so it did not run.")
+        elif tool == "finish":
+            want = (False, None, f"job {call} done")
+        elif tool == "fail":
+            want = (True, "TOOL_FAILED", f"The job call failed: RuntimeError: job {call} failed")
+        if want is not None and got != want:
+            decision = f"approval {approval}" if approval == "deny" else f"tool {tool}"
+            self.fail(
+                f"seq {seq}: the result of {call} after `{decision}` is isError={got[0]}, "
+                f"code {got[1]!r}, content {got[2]!r}; expected isError={want[0]}, code "
+                f"{want[1]!r}, content {want[2]!r} "
+                "(K16, K18; spec/harness.md §The scripted world)"
             )
 
     def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:
