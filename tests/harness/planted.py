@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from trio_agent.cancel import CancelCause, require_cause
+from trio_agent.log import build as build_module
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
@@ -248,6 +249,19 @@ def _plant_failed_as_aborted(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(scheduler_module.ToolStep, "_failed", _failed_as_aborted)
 
 
+# -- 13: a cancelled approval is logged as rejected ------------------------------------------------
+
+
+def _plant_cancelled_approval_rejected(mp: pytest.MonkeyPatch) -> None:
+    real = build_module.approval_decided
+
+    def decided(turn: int, step: int, approval_id: str, outcome: str) -> Any:
+        # BUG: the approver's cancel is booked as a refusal
+        return real(turn, step, approval_id, "rejected" if outcome == "cancelled" else outcome)
+
+    mp.setattr(build_module, "approval_decided", decided)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -321,5 +335,11 @@ BUGS = [
         "a body that raised (no cancel) gets an ABORTED result instead of TOOL_FAILED",
         _plant_failed_as_aborted,
         r"after `tool fail` is isError=True, code 'ABORTED'",
+    ),
+    Bug(
+        "cancelled-approval-rejected",
+        "an approval the cancel interrupted is logged as rejected, not cancelled",
+        _plant_cancelled_approval_rejected,
+        r"can only be 'cancelled' \(K11\)",
     ),
 ]

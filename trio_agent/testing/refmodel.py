@@ -558,6 +558,20 @@ class ReferenceModel:
     def _on_approval_decided(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
         call = record.approvals.get(data["id"])
+        if (
+            record.hit
+            and not self.repairing
+            and call is not None
+            and data["outcome"] != "cancelled"
+            and ("approval", call) not in self._decided
+        ):
+            # K11: once a cancel reached the turn, an approval the driver did not answer can
+            # only end cancelled (the approver is cancelled at its seam or while it waits).
+            self.fail(
+                f"seq {seq}: approval {data['id']} of {call} decided {data['outcome']!r} after a "
+                f"cancel reached turn {record.number}, with no decision from the driver; it "
+                "can only be 'cancelled' (K11)"
+            )
         if call is not None and data["outcome"] == "allowed":
             record.allowed.add(call)
 
