@@ -31,11 +31,16 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts
 	$(VENV)/bin/mypy --strict trio_agent
 
-test: lint
+test: lint check-wheel
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The sdist and wheel, installed in a fresh venv outside the checkout (scripts/check-wheel.sh).
+.PHONY: check-wheel
+check-wheel: $(STAMP)
+	bash scripts/check-wheel.sh
 
 demo: $(RUN_STAMP)
 	$(VENV)/bin/trio-agent demo all

@@ -1,7 +1,7 @@
 """Database store benchmarks: durable throughput and takeover after a lease expiry.
 
 ``python -m bench postgres``. Runs on a throwaway PostgreSQL cluster started for the run
-(trio_agent/testing/pgcluster.py: Unix socket only, fsync on), removed at the end.
+(tests/support/pgcluster.py: Unix socket only, fsync on), removed at the end.
 
 1. durable throughput on PostgreSQL, write-behind batching (one transaction per batch) vs one
    transaction per event, side by side with the JSONL store on the same disk in the same run;
@@ -30,9 +30,12 @@ import trio
 
 from bench.bench_store import Item, best, turns
 from trio_agent.store import JsonlStore, LeaseHeld, PostgresStore
-from trio_agent.testing.pgcluster import throwaway_cluster
 
 REPO = Path(__file__).resolve().parent.parent
+# The throwaway cluster is test support, not shipped in the package.
+sys.path.insert(0, str(REPO / "tests"))
+from support.pgcluster import throwaway_cluster  # noqa: E402
+
 TAKEOVER_LEASE = 1.0
 TAKEOVER_ROUNDS = int(os.environ.get("TRIO_AGENT_BENCH_TAKEOVER_ROUNDS", "10"))
 

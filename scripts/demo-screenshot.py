@@ -3,8 +3,8 @@
 
     python scripts/demo-screenshot.py [--scenario kill] [--steps 3] [--out docs/demo.png]
 
-Needs Chromium (scripts/ensure-chromium.sh). Uses only trio_agent and its dependencies: the
-Chrome DevTools Protocol client is trio_agent.demo.cdp.
+Needs Chromium (scripts/ensure-chromium.sh). Uses trio_agent, its dependencies and the small
+Chrome DevTools Protocol client of the tests (tests/support/cdp.py), which is not shipped.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from trio_agent.demo.cdp import launch_chromium
+from support.cdp import launch_chromium
+
 from trio_agent.demo.server import serve
 
 

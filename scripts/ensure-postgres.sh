@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure PostgreSQL's server binaries (initdb, pg_ctl, postgres) exist for the database
-# store's tests and bench (trio_agent/testing/pgcluster.py starts a throwaway cluster).
+# store's tests and bench (tests/support/pgcluster.py starts a throwaway cluster).
 # Idempotent: does nothing when they are already installed. Installs only Debian's own
 # package, through apt. Prints the directory holding the binaries.
 set -euo pipefail

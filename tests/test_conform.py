@@ -7,13 +7,19 @@ case, the expectation and the answer.
 
 from __future__ import annotations
 
+import os
+import pty
+import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from hostile_programs import HOSTILE
+from support.cli import CLI, cli, no_traceback, one_line
 from support.polling import HANG_GUARD
+from support.procenv import child_env
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,18 +71,18 @@ raise SystemExit(main(argv))
 
 
 @pytest.mark.parametrize(
-    ("bug", "only", "case"),
+    ("bug", "only", "case", "diff"),
     [
-        ("ignores-stopped", "repair/stopped-*", "repair/stopped-process-group"),
-        ("ignores-boot-id", "repair/other-host-*", "repair/other-host-process-group"),
-        ("no-suffix", "fold/suffix-*", "fold/suffix-with-step"),
-        ("balanced-always-ok", "valid/*open*", "valid/"),
-        ("wrong-rule", "invalid/I16-*", "invalid/I16-"),
-        ("closers-not-objects", "torn/*", "torn/"),
+        ("ignores-stopped", "repair/stopped-*", "repair/stopped-process-group", True),
+        ("ignores-boot-id", "repair/other-host-*", "repair/other-host-process-group", True),
+        ("no-suffix", "fold/suffix-*", "fold/suffix-with-step", False),
+        ("balanced-always-ok", "valid/*open*", "valid/", False),
+        ("wrong-rule", "I16", "invalid/I16-", False),
+        ("closers-not-objects", "torn", "torn/", False),
     ],
 )
 def test_a_planted_bug_fails_and_names_the_case(
-    bug: str, only: str, case: str, tmp_path: Path
+    bug: str, only: str, case: str, diff: bool, tmp_path: Path
 ) -> None:
     port = tmp_path / "port.py"
     port.write_text(BUGGY_PORT)
@@ -84,6 +90,150 @@ def test_a_planted_bug_fails_and_names_the_case(
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"FAIL {case}" in result.stdout
     assert "expected" in result.stdout and "the port answered" in result.stdout
+    if diff:  # a unified diff from the expected JSON to what the port printed
+        block = result.stdout.split(f"FAIL {case}", 1)[1]
+        assert "    --- expected\n    +++ the port's stdout\n    @@ " in block, block
+        assert any(line.startswith("    -") for line in block.splitlines()[3:]), block
+
+
+def test_list_selects_by_id_folder_and_rule_without_a_program() -> None:
+    vectors = ROOT / "spec" / "vectors"
+    listed = conform("--list", "--only", "truncate", port=[])
+    assert listed.returncode == 0, listed.stderr
+    ids = sorted(line.split()[0] for line in listed.stdout.splitlines())
+    want = sorted(f"truncate/{p.stem}" for p in (vectors / "truncate").glob("*.json"))
+    assert ids == want and want
+    by_rule = conform("--list", "--only", "I16", port=[])
+    rows = [line.split() for line in by_rule.stdout.splitlines()]
+    assert rows and all(rule == "I16" for _, rule in rows)
+    assert {cid for cid, _ in rows} >= {
+        f"invalid/{p.stem}" for p in (vectors / "invalid").glob("I16-*.json")
+    }
+
+
+def test_exitfirst_stops_at_the_first_failure(tmp_path: Path) -> None:
+    port = tmp_path / "port.py"
+    port.write_text(BUGGY_PORT)
+    result = conform("-x", "--jobs", "1", "--only", "fold", port=[PY, str(port), "no-suffix"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.count("\nFAIL ") == 1, result.stdout
+    assert "stopped at the first failure (-x)" in result.stdout
+
+
+def test_junit_xml_has_a_testcase_per_vector_and_a_failure_per_failing_one(
+    tmp_path: Path,
+) -> None:
+    port = tmp_path / "port.py"
+    port.write_text(BUGGY_PORT)
+    xml = tmp_path / "out.xml"
+    result = conform(
+        "--only",
+        "fold/suffix-*",
+        "--only",
+        "fold/empty",
+        "--junit-xml",
+        str(xml),
+        port=[PY, str(port), "no-suffix"],
+    )
+    assert result.returncode == 1
+    cases = ET.parse(xml).getroot().findall("./testsuite/testcase")
+    failed = {c.get("name") for c in cases if c.find("failure") is not None}
+    assert {c.get("name") for c in cases} == {"fold/empty", *failed}
+    assert failed and all(name.startswith("fold/suffix-") for name in failed)  # type: ignore[union-attr]
+
+
+def test_jobs_defaults_to_the_core_count_and_says_so() -> None:
+    result = conform("--only", "fold/empty", port=[PY, "-m", "trio_agent"])
+    assert result.returncode == 0, result.stderr
+    jobs = min(os.cpu_count() or 1, 1)
+    assert result.stdout.startswith(f"1 cases, {jobs} at once (--jobs defaults to the core count)")
+    help_text = cli("conform", "--help").stdout
+    assert f"the core count, {os.cpu_count()} here" in " ".join(help_text.split())
+
+
+def test_a_terminal_gets_a_progress_line_and_a_pipe_does_not() -> None:
+    args = [*CLI, "conform", "--only", "truncate", "--", PY, "-m", "trio_agent"]
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        args,
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=child_env(),
+    )
+    os.close(secondary)
+    seen = bytearray()
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # EIO: the terminal's other side closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert proc.wait(timeout=GUARD) == 0
+    total = len(list((ROOT / "spec" / "vectors" / "truncate").glob("*.json")))
+    assert f"[{total}/{total}]".encode() in seen, seen
+    assert b"\r\x1b[K" in seen
+    piped = conform("--only", "truncate", port=[PY, "-m", "trio_agent"])
+    assert "\r" not in piped.stdout and "[1/" not in piped.stdout
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_program_that_cannot_run_is_one_line_exit_2(name: str, tmp_path: Path) -> None:
+    """Before any case: never answers, endless output, an endless line, exits at once."""
+    program = tmp_path / "port.py"
+    program.write_text(HOSTILE[name])
+    line = one_line(conform("--timeout", "5", port=[PY, str(program)]), 2)
+    assert line.startswith(f"conform: {PY} {program} cannot run as a port: `check "), line
+    assert line.endswith("no vector was run")
+
+
+def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
+    line = one_line(conform(port=[str(tmp_path / "no-such-port")]), 2)
+    assert line == f"conform: cannot run {tmp_path / 'no-such-port'}: No such file or directory"
+
+
+#: Answers the missing-file probe as the contract says, then: hangs on ``fold``, floods
+#: ``repair``'s stdout, and is our CLI for the rest.
+HOSTILE_LATER = """
+import subprocess, sys, time
+if "fold" in sys.argv:
+    time.sleep(3600)
+if "repair" in sys.argv:
+    while True:
+        sys.stdout.write("y" * 10000)
+sys.exit(subprocess.run([sys.executable, "-m", "trio_agent", *sys.argv[1:]]).returncode)
+"""
+
+
+def test_a_case_that_hangs_or_floods_fails_alone(tmp_path: Path) -> None:
+    port = tmp_path / "port.py"
+    port.write_text(HOSTILE_LATER)
+    result = no_traceback(
+        conform(
+            "--timeout",
+            "5",
+            "--max-output",
+            "100000",
+            "--only",
+            "fold/empty",
+            "--only",
+            "repair/stopped-process-group",
+            "--only",
+            "valid/one-turn-completed",
+            port=[PY, str(port)],
+        )
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "FAIL fold/empty" in out and "no answer within 5s (--timeout); killed" in out
+    assert "FAIL repair/stopped-process-group" in out
+    assert "more than 100000 bytes of output (--max-output); killed" in out
+    assert re.search(r"^valid\s+1/1\s+pass$", out, re.M), out
+    assert "1/3 vectors pass; 2 fail" in out
 
 
 def test_usage_errors_are_one_line_exit_2() -> None:

@@ -843,10 +843,13 @@ _CODES: dict[str, str] = {
   2    cannot listen on HOST:PORT (for example the port is in use)""",
     "conform": """\
   0    every selected vector passed
-  1    some vector failed (each is listed)""",
+  1    some vector failed (each is listed)
+  2    also: the program cannot run (checked before any case)""",
     "harness": """\
   0    every example passed
-  1    the state machine found a failure (shrunk rules and reproduction printed)""",
+  1    the state machine found a failure (shrunk rules and reproduction printed)
+  2    also: the program cannot run or does not answer hello (checked before any
+       example), or Hypothesis is not installed (pip install 'trio-agent[harness]')""",
 }
 
 

@@ -10,33 +10,54 @@ Exit 0 when every selected case passes, 1 otherwise, 2 for a usage problem.
 
 Only the contract is used, never our internals: ``trio-agent conform -- trio-agent`` runs our
 own CLI exactly as it runs a port.
+
+Manners (spec/cli.md §Running the vectors): a program that cannot run is one line and exit 2
+before any case; every command of the port runs in its own process group with its output
+captured up to ``--max-output`` bytes and the whole case bounded by ``--timeout`` (a safety
+net against a hostile or hung program, never a verdict on speed); a progress line on a
+terminal; ``--list``, ``--only`` by id, folder or rule, ``-x``, ``--junit-xml``; a unified
+diff for every mismatched ``repair``, ``fold`` and ``truncate`` output.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import fnmatch
 import json
 import os
 import re
+import selectors
 import shlex
+import signal
+import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import attrs
 
+from .spec_files import SpecMissing, spec_root
 from .testing.program_command import ProgramCommand, UsageError
 
 __all__ = ["CaseResult", "add_parser", "default_vectors", "main", "run_case"]
 
-#: A safety net against a port that hangs, never a verdict on speed.
-TIMEOUT: Final = 300.0
+#: Default bound on one case (every command it runs), a safety net against a port that hangs.
+TIMEOUT: Final = 30.0
+#: Default bound on what one command may write, per stream (no vector's answer comes near).
+MAX_OUTPUT: Final = 1 << 20
+#: Lines of a unified diff shown per mismatch.
+DIFF_LINES: Final = 40
 
 
 def default_vectors() -> Path:
-    """``spec/vectors`` of the source tree this package lives in."""
-    return Path(__file__).resolve().parents[1] / "spec" / "vectors"
+    """``spec/vectors``, shipped inside the package (:func:`~trio_agent.spec_files.spec_root`)."""
+    try:
+        return spec_root() / "vectors"
+    except SpecMissing as exc:
+        raise UsageError(f"{exc}; or use --vectors DIR") from None
 
 
 @attrs.frozen
@@ -70,34 +91,93 @@ class CaseResult:
         return not self.problems
 
 
-class _Runner:
-    """Runs the port's commands on one case file, each distinct command line once."""
+def run_bounded(
+    argv: Sequence[str], *, timeout: float, limit: int, budget: float | None = None
+) -> Answer:
+    """Run ``argv`` (stdin ``/dev/null``, its own process group) to its end, capturing each of
+    stdout and stderr up to ``limit`` bytes. A program that writes more, or is still running
+    after ``timeout`` seconds, is killed with its whole group and answered as exit -1 with the
+    reason on stderr (naming ``budget``, the ``--timeout`` it is part of, when given). A
+    program that cannot be started raises :class:`OSError`."""
+    late = f"no answer within {budget if budget is not None else timeout:g}s (--timeout); killed"
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    out: dict[int, bytearray] = {}
+    why = ""
+    with selectors.DefaultSelector() as sel:
+        for stream in (proc.stdout, proc.stderr):
+            assert stream is not None
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream.fileno(), selectors.EVENT_READ)
+            out[stream.fileno()] = bytearray()
+        while sel.get_map() and not why:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = late
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                buf = out[key.fd]
+                buf += chunk
+                if len(buf) > limit:
+                    del buf[limit:]
+                    why = f"more than {limit} bytes of output (--max-output); killed"
+                    break
+    if not why:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            why = late
+    if why:
+        # The group is pinned by the unreaped leader: no other process can hold its id.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout = bytes(out[proc.stdout.fileno()]).decode("utf-8", "replace")
+    stderr = bytes(out[proc.stderr.fileno()]).decode("utf-8", "replace")
+    proc.stdout.close()
+    proc.stderr.close()
+    if why:
+        return Answer(tuple(argv), -1, stdout, (stderr + "\n" if stderr else "") + why)
+    return Answer(tuple(argv), proc.returncode, stdout, stderr)
 
-    def __init__(self, command: Sequence[str], path: Path) -> None:
+
+class _Runner:
+    """Runs the port's commands on one case file, each distinct command line once, all of
+    them within one ``timeout`` (the case's)."""
+
+    def __init__(self, command: Sequence[str], path: Path, timeout: float, limit: int) -> None:
         self.command = list(command)
         self.path = str(path)
         self._answers: dict[tuple[str, ...], Answer] = {}
+        self._deadline = time.monotonic() + timeout
+        self._timeout = timeout
+        self._limit = limit
 
     def __call__(self, *args: str) -> Answer:
         argv = (*self.command, *args, self.path)
         if argv not in self._answers:
-            import subprocess
-
-            try:
-                proc = subprocess.run(
-                    argv, capture_output=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL
-                )
-            except subprocess.TimeoutExpired:
-                self._answers[argv] = Answer(argv, -1, "", f"no answer within {TIMEOUT:.0f}s")
-            except OSError as exc:
-                self._answers[argv] = Answer(argv, -1, "", f"cannot run: {exc}")
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                answer = Answer(argv, -1, "", f"not run: the case used up its {self._timeout:g}s")
             else:
-                self._answers[argv] = Answer(
-                    argv,
-                    proc.returncode,
-                    proc.stdout.decode("utf-8", "replace"),
-                    proc.stderr.decode("utf-8", "replace"),
-                )
+                try:
+                    answer = run_bounded(
+                        argv, timeout=left, limit=self._limit, budget=self._timeout
+                    )
+                except OSError as exc:
+                    answer = Answer(argv, -1, "", f"cannot run: {exc}")
+            self._answers[argv] = answer
         return self._answers[argv]
 
     def cmd(self, answer: Answer) -> str:
@@ -127,6 +207,26 @@ def _json_lines(text: str) -> list[Any] | None:
         return None
 
 
+def _pretty(values: Any) -> list[str]:
+    return json.dumps(values, sort_keys=True, indent=1, ensure_ascii=False).splitlines()
+
+
+def json_diff(expected: Any, stdout: str, got: Any | None) -> str:
+    """A unified diff from the expected JSON to what the port printed (pretty-printed with
+    sorted keys when it is JSON, the raw stdout otherwise), at most :data:`DIFF_LINES` lines."""
+    if not stdout.strip():
+        return ""  # nothing to compare: the answer line already says stdout ''
+    theirs = _pretty(got) if got is not None else stdout.splitlines()
+    lines = list(
+        difflib.unified_diff(
+            _pretty(expected), theirs, "expected", "the port's stdout", lineterm=""
+        )
+    )
+    if len(lines) > DIFF_LINES:
+        lines = [*lines[:DIFF_LINES], f"... {len(lines) - DIFF_LINES} more diff lines"]
+    return "\n".join(lines)
+
+
 def _problem_lines(answer: Answer, path: str) -> list[str]:
     """The stderr lines that are not notes (spec/cli.md §stderr: errors and notes)."""
     return [
@@ -141,21 +241,30 @@ _OPEN_TURN = re.compile(r":(\d+): turn (\d+) is open")
 _TORN_NOTE = re.compile(r":(\d+): note: torn tail ignored \((\d+) bytes\)")
 
 
-def run_case(command: Sequence[str], cid: str, vector: dict[str, Any], tmp: Path) -> CaseResult:
+def run_case(
+    command: Sequence[str],
+    cid: str,
+    vector: dict[str, Any],
+    tmp: Path,
+    *,
+    timeout: float = TIMEOUT,
+    limit: int = MAX_OUTPUT,
+) -> CaseResult:
     """Check one vector against the port (spec/cli.md §Running the vectors)."""
     case_dir = tmp / cid.replace("/", "__")
     case_dir.mkdir(parents=True, exist_ok=True)
     path = case_dir / "log.jsonl"
     data = file_bytes(vector)
     path.write_bytes(data)
-    run = _Runner(command, path)
+    run = _Runner(command, path, timeout, limit)
     p = str(path)
     expect = vector["expect"]
     problems: list[str] = []
 
-    def fail(answer: Answer, wanted: str) -> None:
+    def fail(answer: Answer, wanted: str, diff: str = "") -> None:
         problems.append(
             f"`{run.cmd(answer)}`: expected {wanted}; the port answered {answer.show()}"
+            + (f"\n{diff}" if diff else "")
         )
 
     def first_problem(answer: Answer) -> str:
@@ -211,7 +320,11 @@ def run_case(command: Sequence[str], cid: str, vector: dict[str, Any], tmp: Path
         got = _json_lines(a.stdout)
         want = [_canonical(e) for e in expect["closers"]]
         if a.code != 0 or got is None or [_canonical(e) for e in got] != want:
-            fail(a, f"exit 0 and these closers, one JSON object a line: {_clip(' '.join(want))}")
+            fail(
+                a,
+                f"exit 0 and these closers, one JSON object a line: {_clip(' '.join(want))}",
+                json_diff(expect["closers"], a.stdout, got),
+            )
 
     if "fold" in expect:
         a = run("fold", "--suffix") if vector.get("suffix") else run("fold")
@@ -221,13 +334,22 @@ def run_case(command: Sequence[str], cid: str, vector: dict[str, Any], tmp: Path
             or got is None
             or [_canonical(g) for g in got] != [_canonical(expect["fold"])]
         ):
-            fail(a, f"exit 0 and {_canonical(expect['fold'])}")
+            theirs = got[0] if got is not None and len(got) == 1 else got
+            fail(
+                a,
+                f"exit 0 and {_canonical(expect['fold'])}",
+                json_diff(expect["fold"], a.stdout, theirs),
+            )
 
     if "truncate" in expect:
         a = run("truncate")
         got = _json_lines_or_doc(a.stdout)
         if a.code != 0 or got is None or _canonical(got) != _canonical(expect["truncate"]):
-            fail(a, f"exit 0 and the report {_clip(_canonical(expect['truncate']))}")
+            fail(
+                a,
+                f"exit 0 and the report {_clip(_canonical(expect['truncate']))}",
+                json_diff(expect["truncate"], a.stdout, got),
+            )
 
     if "store" in expect:
         _check_store(run, p, data, vector, expect["store"], fail, first_problem)
@@ -285,20 +407,113 @@ def _check_store(
     if "closers" in store and [_canonical(c) for c in closers] != [
         _canonical(c) for c in store["closers"]
     ]:
-        fail(a, f"the closers {_clip(' '.join(_canonical(c) for c in store['closers']))}")
+        fail(
+            a,
+            f"the closers {_clip(' '.join(_canonical(c) for c in store['closers']))}",
+            json_diff(store["closers"], a.stdout, closers),
+        )
     if closers and closers[0].get("seq") != store["kept_events"]:
         fail(a, f"{store['kept_events']} kept events (the first closer's seq)")
 
 
+def selected(cid: str, vector: dict[str, Any], pattern: str) -> bool:
+    """``--only``: a shell glob over the case id (``repair/*``), its folder (``repair``) or
+    the rule it decides (``I16``, ``I1?``)."""
+    rule = vector.get("expect", {}).get("rule")
+    return any(
+        fnmatch.fnmatchcase(name, pattern)
+        for name in (cid, cid.split("/")[0], rule if isinstance(rule, str) else "")
+        if name
+    )
+
+
 def load_vectors(root: Path, only: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Every vector under ``root`` whose id matches one of ``only`` (all when empty)."""
+    """Every vector under ``root`` that one of ``only`` selects (all when empty)."""
     vectors: dict[str, dict[str, Any]] = {}
     for path in sorted(root.rglob("*.json")):
         cid = str(path.relative_to(root).with_suffix(""))
-        if only and not any(fnmatch.fnmatchcase(cid, pattern) for pattern in only):
+        vector = json.loads(path.read_text("utf-8"))
+        if only and not any(selected(cid, vector, pattern) for pattern in only):
             continue
-        vectors[cid] = json.loads(path.read_text("utf-8"))
+        vectors[cid] = vector
     return vectors
+
+
+def preflight(command: Sequence[str], tmp: Path, *, timeout: float, limit: int) -> None:
+    """Refuse, before any case, a program that cannot run: one that cannot be started, dies
+    of a signal, exits 126 or 127 (a shell's "cannot execute" and "not found"), hangs, floods
+    its output, or answers ``check`` on a missing file with exit 0 and nothing at all (a
+    program that does nothing). spec/cli.md wants exit 2 and one line there; any other
+    answer is left to the vectors."""
+    missing = tmp / "no-such-file.jsonl"
+    shown = " ".join(shlex.quote(c) for c in command)
+    try:
+        a = run_bounded([*command, "check", str(missing)], timeout=timeout, limit=limit)
+    except OSError as exc:
+        raise UsageError(f"cannot run {shown}: {exc.strerror or exc}") from None
+    first = (a.stderr.strip().splitlines() or [""])[-1 if a.code == -1 else 0]
+    if a.code == -1:
+        why = first
+    elif a.code < 0:
+        why = f"killed by signal {-a.code}"
+    elif a.code in (126, 127):
+        why = f"exit {a.code}: {first or 'cannot execute'}"
+    elif a.code == 0 and not a.stdout.strip() and not a.stderr.strip():
+        why = "exit 0 and no output at all (spec/cli.md wants exit 2 and one line)"
+    else:
+        return
+    raise UsageError(
+        f"{shown} cannot run as a port: `check MISSING-FILE` gave {why}; no vector was run"
+    )
+
+
+def _junit(results: Sequence[CaseResult], command: Sequence[str], path: Path) -> None:
+    """JUnit XML: one testsuite per folder, one testcase per vector, a failure per problem."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites", name="trio-agent conform")
+    folders: dict[str, list[CaseResult]] = {}
+    for r in results:
+        folders.setdefault(r.cid.split("/")[0], []).append(r)
+    for folder, cases in folders.items():
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=folder,
+            tests=str(len(cases)),
+            failures=str(sum(not r.ok for r in cases)),
+        )
+        for r in cases:
+            case = ET.SubElement(suite, "testcase", classname=folder, name=r.cid)
+            if not r.ok:
+                failure = ET.SubElement(case, "failure", message=r.problems[0].splitlines()[0])
+                failure.text = "\n".join(r.problems)
+    ET.SubElement(root, "properties")
+    prop = ET.SubElement(root[-1], "property", name="command")
+    prop.set("value", " ".join(shlex.quote(c) for c in command))
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+class _Progress:
+    """``[done/total] N failed  case`` rewritten in place on a terminal; nothing otherwise."""
+
+    def __init__(self, out: TextIO, total: int) -> None:
+        self.out, self.total, self.done, self.failed = out, total, 0, 0
+        self.on = out.isatty()
+
+    def step(self, result: CaseResult) -> None:
+        self.done += 1
+        self.failed += not result.ok
+        if self.on:
+            failed = f" {self.failed} failed" if self.failed else ""
+            line = f"[{self.done}/{self.total}]{failed}  {result.cid}"
+            self.out.write("\r\033[K" + line[:100])
+            self.out.flush()
+
+    def clear(self) -> None:
+        if self.on:
+            self.out.write("\r\033[K")
+            self.out.flush()
 
 
 def conform(
@@ -307,18 +522,54 @@ def conform(
     out: TextIO,
     *,
     jobs: int,
+    timeout: float = TIMEOUT,
+    limit: int = MAX_OUTPUT,
+    exitfirst: bool = False,
+    junit: Path | None = None,
+    jobs_default: bool = False,
 ) -> bool:
-    """Run ``vectors`` against ``command``; print the per-folder table and failures."""
+    """Run ``vectors`` against ``command``; print the per-folder table and failures.
+    A program that cannot run raises :class:`UsageError` before any case."""
     import tempfile
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-    with (
-        tempfile.TemporaryDirectory(prefix="trio-agent-conform-") as tmp,
-        ThreadPoolExecutor(max_workers=jobs) as pool,
-    ):
-        results = list(
-            pool.map(lambda item: run_case(command, item[0], item[1], Path(tmp)), vectors.items())
-        )
+    progress = _Progress(out, len(vectors))
+    done: dict[str, CaseResult] = {}
+    stopped = False
+    with tempfile.TemporaryDirectory(prefix="trio-agent-conform-") as tmp:
+        preflight(command, Path(tmp), timeout=timeout, limit=limit)
+        jobs = min(jobs, len(vectors))
+        default = " (--jobs defaults to the core count)" if jobs_default else ""
+        print(f"{len(vectors)} cases, {jobs} at once{default}", file=out, flush=True)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            items = iter(vectors.items())
+            running: set[Future[CaseResult]] = set()
+
+            def submit() -> bool:
+                item = next(items, None)
+                if item is None:
+                    return False
+                running.add(
+                    pool.submit(run_case, command, *item, Path(tmp), timeout=timeout, limit=limit)
+                )
+                return True
+
+            # At most ``jobs`` cases in flight, so that -x stops the run promptly.
+            for _ in range(jobs):
+                submit()
+            try:
+                while running:
+                    finished, running = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        result = future.result()
+                        done[result.cid] = result
+                        progress.step(result)
+                        stopped = stopped or (exitfirst and not result.ok)
+                    while not stopped and len(running) < jobs and submit():
+                        pass
+            finally:
+                progress.clear()
+    results = [done[cid] for cid in vectors if cid in done]
     folders: dict[str, list[CaseResult]] = {}
     for result in results:
         folders.setdefault(result.cid.split("/")[0], []).append(result)
@@ -331,26 +582,79 @@ def conform(
     for result in failed:
         print(f"\nFAIL {result.cid}", file=out)
         for problem in result.problems:
-            print(f"  {problem}", file=out)
+            for n, line in enumerate(problem.splitlines()):
+                print(f"  {'' if n == 0 else '  '}{line}", file=out)
     total = len(results)
     print(
         f"\n{total - len(failed)}/{total} vectors pass"
         + (f"; {len(failed)} fail" if failed else "")
+        + (
+            f"; stopped at the first failure (-x), {len(vectors) - total} not run"
+            if stopped
+            else ""
+        )
         + f" ({' '.join(shlex.quote(c) for c in command)})",
         file=out,
     )
+    if junit is not None:
+        _junit(results, command, junit)
     return not failed
 
 
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        return value
+
+    return parse
+
+
+#: The default of ``--jobs``: this machine's core count.
+CORES: Final = os.cpu_count() or 1
+
+
 def _options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--only", action="append", default=[], metavar="GLOB", help="case ids to run")
-    p.add_argument("--vectors", default=None, metavar="DIR", help="default: spec/vectors")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run the cases whose id, folder or rule matches (repeatable): "
+        "--only 'repair/*', --only truncate, --only I16",
+    )
+    p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing case")
+    p.add_argument(
+        "--vectors", default=None, metavar="DIR", help="default: the vectors shipped in the package"
+    )
     p.add_argument(
         "--jobs",
-        type=int,
-        default=min(4, os.cpu_count() or 1),
+        type=_positive(int),
+        default=CORES,
         metavar="N",
-        help="run N vectors at once",
+        help=f"run N cases at once (default: the core count, {CORES} here)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=TIMEOUT,
+        metavar="SECONDS",
+        help=f"safety net: a case whose commands take longer fails (default {TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-output",
+        type=_positive(int),
+        default=MAX_OUTPUT,
+        metavar="BYTES",
+        help=f"a command writing more to stdout or stderr is killed (default {MAX_OUTPUT})",
+    )
+    p.add_argument(
+        "--junit-xml", default=None, metavar="FILE", help="also write the results as JUnit XML"
     )
 
 
@@ -358,12 +662,34 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     root = Path(args.vectors) if args.vectors else default_vectors()
     if not root.is_dir():
         raise UsageError(f"{root}: no vectors directory (use --vectors DIR)")
-    if args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
     vectors = load_vectors(root, args.only)
     if not vectors:
         raise UsageError(f"no vector matches {' '.join(args.only)}")
-    return 0 if conform(command, vectors, out, jobs=args.jobs) else 1
+    if args.list:
+        for cid, vector in vectors.items():
+            rule = vector.get("expect", {}).get("rule")
+            print(cid + (f"  {rule}" if isinstance(rule, str) else ""), file=out)
+        return 0
+    if not command:
+        raise UsageError("give the port's command after --, e.g. conform -- ./my-port")
+    junit = Path(args.junit_xml) if args.junit_xml else None
+    if junit is not None:
+        try:
+            junit.write_bytes(b"")
+        except OSError as exc:
+            raise UsageError(f"{junit}: cannot write the JUnit XML: {exc.strerror}") from None
+    ok = conform(
+        command,
+        vectors,
+        out,
+        jobs=args.jobs,
+        jobs_default=args.jobs == CORES,
+        timeout=args.timeout,
+        limit=args.max_output,
+        exitfirst=args.exitfirst,
+        junit=junit,
+    )
+    return 0 if ok else 1
 
 
 COMMAND: Final = ProgramCommand(
@@ -373,6 +699,7 @@ COMMAND: Final = ProgramCommand(
     description="Run spec/vectors against CMD (spec/cli.md). Exit 0 when all pass.",
     options=_options,
     body=_run,
+    optional=True,
 )
 
 
@@ -382,5 +709,5 @@ def add_parser(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """``trio-agent conform [--only GLOB] [--vectors DIR] [--jobs N] -- CMD...``."""
+    """``trio-agent conform [--only GLOB] [--list] [-x] [--jobs N] ... -- CMD...``."""
     return COMMAND.main(args, out, err)

@@ -1,6 +1,6 @@
 """A real browser on the real server: headless Chromium steps through every scenario on the page.
 
-Chromium is driven over the Chrome DevTools Protocol with :mod:`trio_agent.demo.cdp` (a
+Chromium is driven over the Chrome DevTools Protocol with :mod:`support.cdp` (a
 trio-websocket client, no automation library). A missing Chromium is a failure, not a skip:
 ``make test`` installs it (scripts/ensure-chromium.sh).
 
@@ -26,8 +26,7 @@ from typing import Any
 import pytest
 import trio
 from demo_helpers import HANG_GUARD, ServerProcess, server_process
-
-from trio_agent.demo.cdp import INSTALL_HINT, Page, find_chromium, launch_chromium
+from support.cdp import INSTALL_HINT, Page, find_chromium, launch_chromium
 
 SIZES = {"wide": (1280, 800), "narrow": (420, 860)}
 SCENARIOS = ("esc", "kill", "truncate")

@@ -20,6 +20,7 @@ import pytest
 import trio
 
 from trio_agent.cancel import CancelCause, require_cause
+from trio_agent.log import build as build_module
 from trio_agent.log import repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.runtime import agent as agent_module
@@ -30,6 +31,7 @@ from trio_agent.runtime.events import OutcomeKind, TurnOutcome
 from trio_agent.runtime.run_state import RunState, Target
 from trio_agent.store import recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
+from trio_agent.testing import world as world_module
 
 
 @attrs.frozen
@@ -221,6 +223,45 @@ def _plant_latch_forgotten(mp: pytest.MonkeyPatch) -> None:
 #: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
 FOUND: dict[str, list[str]] = {}
 
+
+# -- 11: the adapter misreads keep_inbox, and journals what it understood ------------------------
+
+
+def _plant_keep_inbox_misread(mp: pytest.MonkeyPatch) -> None:
+    real = world_module.World.cancel
+
+    def cancel(self: world_module.World, cause: str, keep_inbox: bool, *, where: str) -> bool:
+        if where.startswith("now:"):
+            keep_inbox = False  # BUG: the request's keep_inbox is never read
+        return real(self, cause, keep_inbox, where=where)
+
+    mp.setattr(world_module.World, "cancel", cancel)
+
+
+# -- 12: a failed job's result is coded ABORTED ---------------------------------------------------
+
+
+def _failed_as_aborted(self: scheduler_module.ToolStep, slot: Any, text: str) -> Any:
+    return self._result(slot, text, is_error=True, code="ABORTED")  # BUG: not TOOL_FAILED
+
+
+def _plant_failed_as_aborted(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_failed", _failed_as_aborted)
+
+
+# -- 13: a cancelled approval is logged as rejected ------------------------------------------------
+
+
+def _plant_cancelled_approval_rejected(mp: pytest.MonkeyPatch) -> None:
+    real = build_module.approval_decided
+
+    def decided(turn: int, step: int, approval_id: str, outcome: str) -> Any:
+        # BUG: the approver's cancel is booked as a refusal
+        return real(turn, step, approval_id, "rejected" if outcome == "cancelled" else outcome)
+
+    mp.setattr(build_module, "approval_decided", decided)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -281,5 +322,24 @@ BUGS = [
         "a wake latched after an abort is dropped when the run goes idle",
         _plant_latch_forgotten,
         r"latched wake",
+    ),
+    Bug(
+        "keep-inbox-misread",
+        "the adapter reads every requested cancel as keep_inbox=false and journals that "
+        "honestly (the journal alone agrees with itself)",
+        _plant_keep_inbox_misread,
+        r"K5: the driver asked to cancel with cause '\w+', keep_inbox True; the journal says",
+    ),
+    Bug(
+        "failed-job-coded-aborted",
+        "a body that raised (no cancel) gets an ABORTED result instead of TOOL_FAILED",
+        _plant_failed_as_aborted,
+        r"after `tool fail` is isError=True, code 'ABORTED'",
+    ),
+    Bug(
+        "cancelled-approval-rejected",
+        "an approval the cancel interrupted is logged as rejected, not cancelled",
+        _plant_cancelled_approval_rejected,
+        r"can only be 'cancelled' \(K11\)",
     ),
 ]

@@ -75,6 +75,9 @@ def test_a_port_with_a_planted_bug_fails_with_a_readable_report(tmp_path: Path) 
     assert "FAIL: HarnessViolation: reference model:" in out
     assert "shrunk to" in out and "cancel(" in out
     assert "wire traffic of that run" in out and '> {"op":"cancel"' in out
+    # Each reply in full, the state the checks compared included.
+    replies = [line.strip() for line in out.splitlines() if line.strip().startswith("< {")]
+    assert replies and all('"state":' in r and not r.endswith("...") for r in replies), out
     assert "reproduce: trio-agent harness --examples 60 --steps 12 --seed 3" in out
 
 

@@ -225,7 +225,27 @@ def test_the_model_refuses_a_chunk_the_model_did_not_stream() -> None:
     model = ReferenceModel(["talk"])
     feed(model, WAKE)
     with pytest.raises(ModelViolation, match="scripted model streams"):
-        feed(model, chunks(5, {"type": "text-delta", "text": "all good"}))
+        feed(model, [*chunks(5, {"type": "text-delta", "text": "all good"}), TALK[3]])
+
+
+def test_every_differing_chunk_of_a_step_is_reported_at_once() -> None:
+    """K14: a port learns every chunk text of the step from one failing run."""
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    wrong = chunks(
+        5,
+        {"type": "text-delta", "text": "all"},
+        {"type": "text-delta", "text": " good"},
+        {"type": "finish", "reason": "stop"},
+    )
+    feed(model, wrong)  # nothing yet: the stream has not ended
+    with pytest.raises(ModelViolation) as info:
+        model.apply(TALK[3])
+    text = str(info.value)
+    assert "turn 1 step 1" in text and "2 of them" in text, text
+    assert 'seq 5: chunk 1 is {"type":"text-delta","text":"all"}' in text
+    assert '"text":"all "' in text and '"text":"good"' in text
+    assert "seq 7" not in text  # the finish chunk was right
 
 
 def test_the_model_refuses_a_dispatch_without_its_approval_bracket() -> None:

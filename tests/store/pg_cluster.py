@@ -1,13 +1,12 @@
 """The database store's test fixtures: one throwaway PostgreSQL cluster per test session
-(trio_agent/testing/pgcluster.py), a fresh empty database per test."""
+(tests/support/pgcluster.py), a fresh empty database per test."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-
-from trio_agent.testing.pgcluster import Cluster, PostgresUnavailable, throwaway_cluster
+from support.pgcluster import Cluster, PostgresUnavailable, throwaway_cluster
 
 __all__ = ["Cluster", "pg_cluster", "pg_dsn"]
 

@@ -9,20 +9,28 @@ command that reproduces it. Exit 0 when every example passed, 1 on a failure, 2 
 
 Hypothesis runs the machine as the tests do (``machine.run_machine``: ``deadline=None``, no
 example database, no wall-clock limit on shrinking): no verdict and no shrunk example depends
-on the machine's speed. The pipe's "no reply" timeout is only a safety net that turns a hang
-into an error saying what probably happened.
+on the machine's speed. The pipe's ``--timeout`` is only a safety net that bounds each
+request and turns a hang into an error saying what probably happened; a run that hangs stops
+there, unshrunk (each shrink attempt would wait the timeout again), so a program that never
+answers costs one timeout, not hours.
+
+Before any example the program must answer ``hello``: one that cannot be started, exits at
+once, never answers or writes something that is not the protocol is one line and exit 2.
+``--list`` prints the named points without running anything.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import shlex
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
+from .pipe import MAX_LINE
 from .program_command import ProgramCommand, UsageError
-from .protocol import POINTS
+from .protocol import POINTS, AdapterError, RunStopped
 
 __all__ = ["add_parser", "coverage_table", "main", "run_harness"]
 
@@ -67,6 +75,7 @@ def run_harness(
     profile: str,
     timeout: float,
     out: TextIO,
+    max_line: int = MAX_LINE,
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
@@ -74,10 +83,16 @@ def run_harness(
     from .pipe import PipeAdapter
 
     argv = list(command)
-    machine = machine_for(lambda: PipeAdapter(argv, timeout=timeout), profile=profile)
+    preflight(argv, timeout=timeout, max_line=max_line)
+    machine = machine_for(
+        lambda: PipeAdapter(argv, timeout=timeout, max_line=max_line), profile=profile
+    )
     failure: BaseException | None = None
+    stopped = False
     try:
         run_machine(machine, examples=examples, steps=steps, seed=seed)
+    except RunStopped as exc:  # a hang: reported unshrunk
+        failure, stopped = exc.error, True
     except Exception as exc:  # the failure of the shrunk example, reported below
         failure = exc
     print(f"trio-agent harness: {' '.join(shlex.quote(c) for c in argv)}", file=out)
@@ -89,7 +104,14 @@ def run_harness(
         return True
     text = str(failure).strip() or type(failure).__name__
     print(f"\nFAIL: {type(failure).__name__}: {text}", file=out)
-    print(f"\nshrunk to {len(machine.last_trace)} rules:", file=out)
+    if stopped:
+        print(
+            f"\nnot shrunk (a request got no reply within --timeout {timeout:g}s; each shrink"
+            f" attempt would wait as long again): the run's {len(machine.last_trace)} rules:",
+            file=out,
+        )
+    else:
+        print(f"\nshrunk to {len(machine.last_trace)} rules:", file=out)
     for rule in machine.last_trace:
         print(f"    {rule}", file=out)
     print(
@@ -105,11 +127,37 @@ def run_harness(
         f"--steps {steps}",
         f"--seed {seed}",
         f"--profile {shlex.quote(profile)}",
+        *([f"--timeout {timeout:g}"] if timeout != TIMEOUT else []),
         "--",
         *map(shlex.quote, argv),
     ]
     print(f"\nreproduce: {' '.join(repro)}", file=out)
     return False
+
+
+#: Default ``--timeout``: every request settles in virtual time, in well under a second.
+TIMEOUT: Final = 30.0
+
+
+def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
+    """Refuse, before any example, a program that cannot serve as the adapter: it must start
+    and answer ``hello`` (spec/harness.md §Requests) within ``timeout``. One line, exit 2."""
+    from .pipe import PipeAdapter
+
+    shown = " ".join(shlex.quote(c) for c in argv)
+    adapter = PipeAdapter(argv, timeout=timeout, max_line=max_line)
+    try:
+        adapter.request({"op": "hello"})
+    except OSError as exc:
+        raise UsageError(f"cannot run {shown}: {exc.strerror or exc}") from None
+    except AdapterError as exc:
+        first = (str(exc).strip().splitlines() or ["?"])[0].rstrip(":.")
+        raise UsageError(
+            f"{shown} cannot run as a harness adapter: {first}; no example was run"
+        ) from None
+    finally:
+        with contextlib.suppress(AdapterError, OSError):
+            adapter.close()
 
 
 def _options(p: argparse.ArgumentParser) -> None:
@@ -120,15 +168,45 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--timeout",
         type=float,
-        default=600.0,
+        default=TIMEOUT,
         metavar="SECONDS",
-        help="safety net: a request without a reply for this long is a hang (default 600)",
+        help="safety net: a request without its reply after this long is a hang; the run "
+        f"stops there, unshrunk (default {TIMEOUT:g})",
     )
+    p.add_argument(
+        "--max-line",
+        type=int,
+        default=MAX_LINE,
+        metavar="BYTES",
+        help=f"a longer line from the program is a protocol error (default {MAX_LINE})",
+    )
+    p.add_argument("--list", action="store_true", help="list the named points; run nothing")
+
+
+#: The extra that brings the harness's one dependency beyond the core (pyproject.toml).
+EXTRA: Final = "trio-agent[harness]"
+
+
+def require_hypothesis() -> None:
+    """The state machine is Hypothesis's: without it, one line naming the extra (exit 2)."""
+    import importlib.util
+
+    if importlib.util.find_spec("hypothesis") is None:
+        raise UsageError(f"needs Hypothesis, which is not installed: pip install '{EXTRA}'")
 
 
 def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
-    if args.examples < 1 or args.steps < 1 or args.timeout <= 0:
+    if args.list:
+        for point in POINTS:
+            print(point, file=out)
+        return 0
+    if not command:
+        raise UsageError("give the runtime's command after --, e.g. harness -- ./my-port")
+    if args.examples < 1 or args.steps < 1 or not 0 < args.timeout < float("inf"):
         raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
+    if args.max_line < 1:
+        raise UsageError("--max-line must be >= 1")
+    require_hypothesis()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(
         command,
@@ -138,6 +216,7 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
         profile=args.profile,
         timeout=args.timeout,
         out=out,
+        max_line=args.max_line,
     )
     return 0 if ok else 1
 
@@ -149,6 +228,7 @@ COMMAND: Final = ProgramCommand(
     description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
     options=_options,
     body=_run,
+    optional=True,
 )
 
 

@@ -60,7 +60,7 @@ from .checks import (
     tear_last_line,
 )
 from .plan import MENU_NAMES
-from .protocol import POINTS, Adapter, AdapterError, Reply
+from .protocol import POINTS, Adapter, AdapterError, NoReply, Reply, RunStopped
 from .refmodel import ModelViolation, ReferenceModel
 from .wire import check_request
 
@@ -174,11 +174,15 @@ class HarnessMachine(RuleBasedStateMachine):
             else:
                 why = (str(exc).splitlines() or [""])[0].rstrip(":")
                 self.transcript.append("!! no reply: " + why)
+            if isinstance(exc, NoReply):
+                raise RunStopped(exc) from None  # not shrunk: each attempt would hang again
             raise
         for entry in reply.get("journal", ()):
             self.transcript.append("  " + _compact(entry))
+        # The reply in full, its state included: the report shows what the checks compared.
         self.transcript.append(
-            "< " + _compact({k: v for k, v in reply.items() if k not in ("journal", "state")})
+            "< "
+            + json.dumps({k: v for k, v in reply.items() if k != "journal"}, separators=(",", ":"))
         )
         if not reply.get("ok") and not reply.get("crashed"):
             # Every request the machine sends is valid in the state the world reported.
@@ -214,7 +218,9 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def _request(self, message: dict[str, Any]) -> Reply:
         tear = self.armed.get("tear") if self.armed else None
+        armed = self.armed
         reply = self._send(message)
+        self._as_sent(message, armed, reply)
         self._journal(reply)
         held = message["op"] == "cancel" and message.get("settle") is False
         if reply.get("crashed"):
@@ -226,6 +232,39 @@ class HarnessMachine(RuleBasedStateMachine):
                 self._check_held(reply)
             self._settled(reply["state"], held=held)
         return reply
+
+    def _as_sent(self, message: dict[str, Any], armed: dict[str, Any] | None, reply: Reply) -> None:
+        """The journal is the port's word; what it says was asked must be what the driver
+        sent. A requested cancel's ``act cancel begin`` carries the request's ``cause`` and
+        ``keep_inbox`` (K4, K5); a trap's ``fire`` carries the armed point and action, and
+        its cancel the armed ``cause`` and ``keep_inbox``. Otherwise a port that misreads a
+        request and journals what it understood would be checked against its own reading."""
+        for entry in reply.get("journal", ()):
+            sent = None if armed is None else (armed["point"], armed["action"])
+            if entry["k"] == "fire" and (entry["point"], entry["action"]) != sent:
+                raise HarnessViolation(
+                    f"a trap fired at {entry['point']!r} with {entry['action']}, but the "
+                    f"driver armed {sent}"
+                )
+            if entry["k"] != "act" or entry["op"] != "cancel" or entry["phase"] != "begin":
+                continue
+            where = entry["where"]
+            asked: dict[str, Any] | None = None
+            if where.startswith("now:"):
+                asked = message if message["op"] == "cancel" else None
+            elif armed is not None and armed["point"] == where:
+                asked = armed["action"]
+            if asked is None or asked.get("kind", "cancel") != "cancel":
+                raise HarnessViolation(
+                    f"a cancel at {where!r} that no request and no armed trap asked for"
+                )
+            got = (entry["cause"], entry["keep_inbox"])
+            if got != (asked["cause"], asked["keep_inbox"]):
+                raise HarnessViolation(
+                    f"K5: the driver asked to cancel with cause {asked['cause']!r}, keep_inbox "
+                    f"{asked['keep_inbox']}; the journal says cause {got[0]!r}, keep_inbox "
+                    f"{got[1]} (the request was read wrongly)"
+                )
 
     def _check_held(self, reply: Reply) -> None:
         """A cancel with ``settle: false`` replies right after ``agent.cancel`` returned: its
@@ -281,6 +320,10 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def _recover(self, tear: int | None) -> None:
         """A crash happened: freeze, tear, copy, cold-open, check the repair."""
+        try:
+            self.model.report_chunks()  # the stream the crash cut, before the model is replayed
+        except ModelViolation as exc:
+            raise HarnessViolation(f"reference model: {exc}") from None
         data = self.adapter.durable_bytes(str(self.log_path))
         data = tear_last_line(data, self.acked, tear)
         prefix = check_crash_bytes(data, self.memory, self.acked)
@@ -381,8 +424,10 @@ class HarnessMachine(RuleBasedStateMachine):
                 {"after_write": False} if action["kind"] == "crash" else {}
             )
         self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
-        self._request({"op": "arm", "point": point, "action": action})
+        # Armed before the request: after a held cancel the trap can fire while the world
+        # settles in the arm's own reply (its fire entry then disarms it, as any other).
         self.armed = {"point": point, "action": action, "tear": tear}
+        self._request({"op": "arm", "point": point, "action": action})
 
     @precondition(lambda self: self._alive())
     @rule(ticks=st.integers(min_value=1, max_value=6))

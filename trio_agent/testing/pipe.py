@@ -24,22 +24,35 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import orjson
 
 from ..procs.census import group_members
-from .protocol import AdapterError, Reply
+from .protocol import AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
 
-__all__ = ["DEFAULT_COMMAND", "PipeAdapter"]
+__all__ = ["DEFAULT_COMMAND", "MAX_LINE", "MAX_REPLY", "PipeAdapter"]
 
 #: Our runtime behind the protocol, in a subprocess.
 DEFAULT_COMMAND: Final = (sys.executable, "-m", "trio_agent.testing.adapter_server")
+#: Default bound on one line the implementation writes (an ``opened`` entry carries the log).
+MAX_LINE: Final = 8 << 20
+#: Default bound on everything one request's answer may total (journal entries and reply).
+MAX_REPLY: Final = 64 << 20
+#: The stderr kept for a report (the tail; the rest is read and dropped).
+STDERR_TAIL: Final = 4000
+
+
+class _Overflow:
+    """Put on the line queue instead of a line longer than the bound (reading stops)."""
+
+    def __init__(self, head: bytes, limit: int) -> None:
+        self.head, self.limit = head, limit
 
 
 class PipeAdapter:
@@ -51,13 +64,19 @@ class PipeAdapter:
         *,
         timeout: float = 600.0,
         env: dict[str, str] | None = None,
+        max_line: int = MAX_LINE,
+        max_reply: int = MAX_REPLY,
     ) -> None:
         self._command = list(command)
+        #: The bound on one request, from writing it to its reply (a safety net).
         self._timeout = timeout
         self._env = env
+        self._max_line = max_line
+        self._max_reply = max_reply
         self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-        self._stderr: IO[bytes] | None = None
+        self._lines: queue.Queue[bytes | _Overflow | None] = queue.Queue()
+        self._stderr: bytearray = bytearray()
+        self._stderr_done: threading.Event | None = None
         self._last_stderr = ""
         self.spawned = 0
 
@@ -65,27 +84,53 @@ class PipeAdapter:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ if self._env is None else self._env)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the process is reaped
+        root = Path(__file__).resolve().parents[2]
+        if (root / "pyproject.toml").is_file():
+            # A source checkout: our adapter server (``-m trio_agent...``) must import this
+            # tree. An installed package needs nothing, and a port's own Python environment
+            # must not get our site-packages.
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
         proc = subprocess.Popen(
             self._command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._stderr,
+            stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,  # its own process group: killed whole (spec/harness.md)
         )
-        lines: queue.Queue[bytes | None] = queue.Queue()
-        stdout = proc.stdout
-        assert stdout is not None
+        lines: queue.Queue[bytes | _Overflow | None] = queue.Queue()
+        assert proc.stdout is not None and proc.stderr is not None
+        out_fd, err_fd, limit = proc.stdout.fileno(), proc.stderr.fileno(), self._max_line
 
         def pump() -> None:
-            for line in stdout:
-                lines.put(line)
+            # Lines of at most ``limit`` bytes: an endless line costs the bound, not memory.
+            buf = bytearray()
+            while chunk := os.read(out_fd, 65536):
+                buf += chunk
+                while (end := buf.find(b"\n")) >= 0:
+                    if end >= limit:
+                        break
+                    lines.put(bytes(buf[: end + 1]))
+                    del buf[: end + 1]
+                if len(buf) > limit or buf.find(b"\n") >= limit:
+                    lines.put(_Overflow(bytes(buf[:200]), limit))
+                    return
+            if buf:
+                lines.put(bytes(buf))
             lines.put(None)
 
+        stderr, done = bytearray(), threading.Event()
+
+        def pump_stderr() -> None:
+            # Only the tail is kept: endless stderr costs nothing.
+            while chunk := os.read(err_fd, 65536):
+                stderr.extend(chunk)
+                del stderr[:-STDERR_TAIL]
+            done.set()
+
         threading.Thread(target=pump, name="harness-pipe", daemon=True).start()
+        threading.Thread(target=pump_stderr, name="harness-stderr", daemon=True).start()
+        self._stderr, self._stderr_done = stderr, done
         self._proc, self._lines = proc, lines
         self.spawned += 1
         return proc
@@ -128,13 +173,13 @@ class PipeAdapter:
             self._kill_group(proc)
             code = proc.wait()
         finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
-            stderr, self._stderr = self._stderr, None
-            if stderr is not None:
-                stderr.seek(0)
-                self._last_stderr = stderr.read()[-4000:].decode(errors="replace")
-                stderr.close()
+            # The group is dead: stderr's writers are gone, so its pump ends (at once).
+            if self._stderr_done is not None:
+                self._stderr_done.wait(5)  # unless a process outside the group still holds it
+            self._last_stderr = bytes(self._stderr).decode(errors="replace")
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
         return code
 
     # -- Adapter -------------------------------------------------------------------------------
@@ -152,11 +197,30 @@ class PipeAdapter:
         except BrokenPipeError:
             pass  # it died; the read below reports how
         journal: list[dict[str, Any]] = []
+        deadline = time.monotonic() + self._timeout
+        received = 0
         while True:
             try:
-                line = self._lines.get(timeout=self._timeout)
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise AdapterError(self._no_reply(message, journal), journal=journal) from None
+                raise NoReply(self._no_reply(message, journal), journal=journal) from None
+            if isinstance(line, _Overflow):
+                self._stop()
+                raise AdapterError(
+                    f"protocol: a line longer than {line.limit} bytes (--max-line) in answer "
+                    f"to {message.get('op')!r}; it began {line.head!r}",
+                    journal=journal,
+                    line=line.head,
+                )
+            if line is not None:
+                received += len(line)
+                if received > self._max_reply:
+                    self._stop()
+                    raise AdapterError(
+                        f"protocol: more than {self._max_reply} bytes in answer to "
+                        f"{message.get('op')!r} (--max-line bounds a line, this the answer)",
+                        journal=journal,
+                    )
             if line is None:
                 code = self._reap()
                 crash_fired = any(_is_crash_fire(e) for e in journal)
@@ -206,7 +270,7 @@ class PipeAdapter:
         """Why there was no reply, as far as the driver can tell (a safety net, not a
         verdict on speed: the timeout only turns a hang into this message)."""
         op = message.get("op")
-        head = f"no reply to {op!r} within {self._timeout:.0f}s"
+        head = f"no reply to {op!r} within {self._timeout:g}s"
         fired = [e for e in journal if _is_crash_fire(e)]
         if fired:
             point = fired[-1].get("point")
@@ -230,12 +294,16 @@ class PipeAdapter:
                 "it wrote nothing at all: it may not read requests line by line, may buffer "
                 "stdout (flush after every line), or may be stuck before its first answer."
             )
+        self._stop()
+        tail = self._stderr_tail().strip()
+        return f"{head}: {why}" + (f"\nits stderr ended with:\n{tail}" if tail else "")
+
+    def _stop(self) -> None:
+        """Kill the implementation's group and reap it (a request the driver gave up on)."""
         proc = self._proc
         if proc is not None:
             self._kill_group(proc)
             self._reap()
-        tail = self._stderr_tail().strip()
-        return f"{head}: {why}" + (f"\nits stderr ended with:\n{tail}" if tail else "")
 
     def crash(self) -> None:
         proc = self._proc

@@ -39,6 +39,8 @@ class ProgramCommand:
     options: Callable[[argparse.ArgumentParser], None]
     #: Runs the command on the program's argv; returns the exit code.
     body: Callable[[list[str], argparse.Namespace, TextIO], int]
+    #: The body may run without a program (``--list``) and checks for one itself.
+    optional: bool = False
 
     def add_parser(self, sub: Any) -> argparse.ArgumentParser:
         """Register the command on the CLI's subparsers; ``main`` runs it."""
@@ -62,7 +64,7 @@ class ProgramCommand:
         if command[:1] == ["--"]:
             command = command[1:]
         try:
-            if not command:
+            if not command and not self.optional:
                 raise UsageError(
                     f"give {self.program} command after --, e.g. {self.name} -- ./my-port"
                 )

@@ -86,6 +86,23 @@ class AdapterError(RuntimeError):
         self.line = line
 
 
+class NoReply(AdapterError):
+    """The implementation gave no reply within the adapter's timeout (a hang, as far as the
+    driver can tell). The state machine stops the run here instead of shrinking it: every
+    shrink attempt that hangs again would wait the whole timeout (spec/harness.md §Driving
+    a port)."""
+
+
+class RunStopped(BaseException):
+    """Raised by the state machine on :class:`NoReply`: a :class:`BaseException`, so that
+    Hypothesis does not take it for a failure to shrink and lets it through at once (its
+    teardown still runs). ``error`` is the :class:`NoReply`."""
+
+    def __init__(self, error: NoReply) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class Adapter(Protocol):
     """How the state machine reaches an implementation (in-process or over a pipe)."""
 

@@ -28,6 +28,7 @@ one's runtime state.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -135,8 +136,13 @@ class ReferenceModel:
         self.checkpoint_failed = False
         self.parked: set[str] = set()  # queued ids allowed to wait while the agent is idle
         self.expect_running = False
+        #: K14 differences of the stream being logged, reported together when it ends.
+        self._chunk_diffs: list[str] = []
+        self._chunk_step = ""
         self.repairing = False
         self._send: _Send | None = None
+        #: ``("tool" | "approval", call id)`` -> the decision the driver delivered (K16, K18).
+        self._decided: dict[tuple[str, str], str] = {}
         self._cancel: _Cancel | None = None
         self._last_end: tuple[int, str] | None = None
         self._last_drop: tuple[str, list[str]] | None = None
@@ -213,6 +219,8 @@ class ReferenceModel:
     def apply(self, entry: Mapping[str, Any]) -> None:
         """Check and apply one journal entry."""
         k = entry["k"]
+        if self._chunk_diffs and not (k == "event" and entry["event"]["type"] == "assistant/chunk"):
+            self.report_chunks()
         if self.expect_running and not (
             k == "rt" and entry["type"] == "status" and entry["status"] == Status.RUNNING
         ):
@@ -245,6 +253,8 @@ class ReferenceModel:
                 self._cancel_begin(entry["cause"], bool(entry["keep_inbox"]))
             else:
                 self._cancel_end(entry.get("hit"), entry.get("turn"))
+        elif op in ("tool", "approval"):
+            self._decided[(op, entry["call"])] = entry["decision"]
         elif op == "shutdown":
             # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
             self.closing = True
@@ -514,15 +524,33 @@ class ReferenceModel:
         step = data["step"]
         expected = expected_chunks(plan_entry(self.plan, record.number, step), record.number, step)
         index = record.chunks
-        if record.open_step != step or index >= len(expected):
+        if record.open_step != step:
             self.fail(f"seq {seq}: a chunk the scripted model never streamed: {data['chunk']}")
             return
-        if data["chunk"] != expected[index]:
-            self.fail(
-                f"seq {seq}: chunk {index + 1} of turn {record.number} step {step} is "
-                f"{data['chunk']}, the scripted model streams {expected[index]} (K14)"
+        # K14: collect every differing chunk of this stream; the first entry that is not one
+        # of its chunks (or the end of the reply) reports them all at once (report_chunks).
+        self._chunk_step = f"turn {record.number} step {step}"
+        if index >= len(expected):
+            self._chunk_diffs.append(
+                f"seq {seq}: chunk {index + 1} is {_json(data['chunk'])}; the scripted model "
+                f"streams only {len(expected)}"
+            )
+        elif data["chunk"] != expected[index]:
+            self._chunk_diffs.append(
+                f"seq {seq}: chunk {index + 1} is {_json(data['chunk'])}; the scripted model "
+                f"streams {_json(expected[index])}"
             )
         record.chunks += 1
+
+    def report_chunks(self) -> None:
+        """Fail with every differing chunk of the stream just logged, if any (K14)."""
+        diffs, self._chunk_diffs = self._chunk_diffs, []
+        if diffs:
+            self.fail(
+                f"the chunks of {self._chunk_step} differ from what the scripted model streams "
+                f"(K14; spec/harness.md §The scripted world), {len(diffs)} of them:\n  "
+                + "\n  ".join(diffs)
+            )
 
     def _on_approval_asked(self, data: Mapping[str, Any], seq: int) -> None:
         self.turns[data["turn"]].approvals[data["id"]] = data["callId"]
@@ -530,6 +558,20 @@ class ReferenceModel:
     def _on_approval_decided(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
         call = record.approvals.get(data["id"])
+        if (
+            record.hit
+            and not self.repairing
+            and call is not None
+            and data["outcome"] != "cancelled"
+            and ("approval", call) not in self._decided
+        ):
+            # K11: once a cancel reached the turn, an approval the driver did not answer can
+            # only end cancelled (the approver is cancelled at its seam or while it waits).
+            self.fail(
+                f"seq {seq}: approval {data['id']} of {call} decided {data['outcome']!r} after a "
+                f"cancel reached turn {record.number}, with no decision from the driver; it "
+                "can only be 'cancelled' (K11)"
+            )
         if call is not None and data["outcome"] == "allowed":
             record.allowed.add(call)
 
@@ -540,6 +582,35 @@ class ReferenceModel:
                 f"seq {seq}: tool/call {data['callId']} without an allowed approval bracket "
                 "(K11: with an approver every dispatchable call is asked, then decided, "
                 "before its tool/call)"
+            )
+
+    def _on_tool_result(self, data: Mapping[str, Any], seq: int) -> None:
+        """A result that follows a driver's decision, in a turn no cancel reached, is the one
+        spec/harness.md §The scripted world gives (K16, K18): ``finish`` the job's text,
+        ``fail`` ``TOOL_FAILED`` with the runtime's failure text, an approval's ``deny``
+        ``DENIED``. Placeholders are repair's (checked against ``repair_closers``)."""
+        call = data["callId"]
+        tool = self._decided.pop(("tool", call), None)
+        approval = self._decided.pop(("approval", call), None)
+        record = self.turns.get(data["turn"])
+        if self.repairing or record is None or record.hit:
+            return
+        code = (data.get("error") or {}).get("code")
+        got = (data["isError"], code, data["content"])
+        want: tuple[bool, str | None, str] | None = None
+        if approval == "deny":
+            want = (True, "DENIED", "The job call was not approved, so it did not run.")
+        elif tool == "finish":
+            want = (False, None, f"job {call} done")
+        elif tool == "fail":
+            want = (True, "TOOL_FAILED", f"The job call failed: RuntimeError: job {call} failed")
+        if want is not None and got != want:
+            decision = f"approval {approval}" if approval == "deny" else f"tool {tool}"
+            self.fail(
+                f"seq {seq}: the result of {call} after `{decision}` is isError={got[0]}, "
+                f"code {got[1]!r}, content {got[2]!r}; expected isError={want[0]}, code "
+                f"{want[1]!r}, content {want[2]!r} "
+                "(K16, K18; spec/harness.md §The scripted world)"
             )
 
     def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:
@@ -608,6 +679,7 @@ class ReferenceModel:
 
     def apply_closers(self, closers: Iterable[Mapping[str, Any]]) -> None:
         """Check the events a cold open appended: they only close the open turn."""
+        self.report_chunks()
         self.repairing = True
         try:
             for event in closers:
@@ -626,6 +698,7 @@ class ReferenceModel:
     def check_quiescent(self, state: Mapping[str, Any], *, held: bool = False) -> None:
         """The world settled (or, ``held``, replied right after a cancel without settling,
         spec/harness.md §Requests): compare what it reports with what must hold now."""
+        self.report_chunks()
         if self.expect_running:
             self.fail("a latched wake with pending work did not start a new run (K8)")
         if self._send is not None or self._cancel is not None:
@@ -662,3 +735,7 @@ class ReferenceModel:
             waiting = [m for q in QUEUES for m in self.queues[q] if m not in self.parked]
             if waiting:
                 self.fail(f"the agent is idle with {waiting} queued: nothing parked them (K21)")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

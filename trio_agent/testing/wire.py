@@ -658,6 +658,7 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     return out
 
 
+#: The generated schemas of the source checkout (where ``python -m`` writes them).
 SCHEMA_DIR: Final = Path(__file__).resolve().parents[2] / "spec" / "schema" / "harness"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 __all__ = ["Cluster", "PostgresUnavailable", "find_bindir", "throwaway_cluster"]
 
-REPO = Path(__file__).resolve().parent.parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ENSURE = REPO / "scripts" / "ensure-postgres.sh"
 
 

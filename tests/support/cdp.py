@@ -30,7 +30,7 @@ import orjson
 import trio
 import trio_websocket
 
-from ..procs.census import group_members
+from trio_agent.procs.census import group_members
 
 #: Names under which Debian and others install Chromium.
 BROWSERS: Final = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

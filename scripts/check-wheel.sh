@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# What a porter meets after `pip install trio-agent`, outside any checkout: build the sdist
+# and the wheel (python -m build; the wheel is built from the sdist), check their metadata
+# (twine check --strict), install the wheel into a fresh venv in a temporary directory and,
+# from there, run the commands a porter runs:
+#   - the core install alone: `harness` says which extra it needs (one line, exit 2);
+#   - conform against the installed CLI (every vector shipped inside the wheel);
+#   - harness --examples 20 against the installed adapter (with the [harness] extra);
+#   - demo esc, and the README's library quick start.
+# Usage: scripts/check-wheel.sh [PYTHON]   (default .venv/bin/python; needs build and twine,
+# which `pip install -e '.[dev]'` brings). Installs use the exact pins of constraints.txt.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${1:-$ROOT/.venv/bin/python}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/trio-agent-wheel.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+say() { printf 'check-wheel: %s\n' "$*"; }
+fail() { printf 'check-wheel: FAIL: %s\n' "$*" >&2; exit 1; }
+
+export PIP_CONSTRAINT=$ROOT/constraints.txt PIP_DISABLE_PIP_VERSION_CHECK=1
+say "building the sdist and the wheel"
+# Isolated, as a porter's build is; PIP_CONSTRAINT pins its setuptools too.
+"$PY" -m build --outdir "$WORK/dist" "$ROOT" >"$WORK/build.log" 2>&1 \
+    || { cat "$WORK/build.log" >&2; fail "python -m build"; }
+"$PY" -m twine check --strict "$WORK"/dist/* || fail "twine check"
+WHEEL=$(ls "$WORK"/dist/*.whl)
+unzip -l "$WHEEL" | grep -q 'trio_agent/spec/vectors/valid/' || fail "the wheel has no spec/vectors"
+if unzip -l "$WHEEL" | grep -E 'trio_agent/(demo/cdp|testing/pgcluster)\.py'; then
+    fail "the wheel ships dev-only code"
+fi
+
+say "installing the wheel into a fresh venv"
+"$PY" -c 'import sys; print(sys.base_prefix)' >"$WORK/base"
+"$(cat "$WORK/base")/bin/python3" -m venv "$WORK/venv" 2>/dev/null || "$PY" -m venv "$WORK/venv"
+VPY=$WORK/venv/bin/python
+"$VPY" -m pip install -q "$WHEEL" 2>"$WORK/pip.log" || { cat "$WORK/pip.log" >&2; fail "pip install"; }
+mkdir "$WORK/away" && cd "$WORK/away"   # outside the checkout
+unset PYTHONPATH
+TA=$WORK/venv/bin/trio-agent
+where=$("$VPY" -c 'import trio_agent; print(trio_agent.__file__)')
+case $where in "$WORK/venv/"*) ;; *) fail "trio_agent imported from $where, not the venv" ;; esac
+
+say "core install: harness names its extra"
+set +e
+"$TA" harness -- "$VPY" -m trio_agent.testing.adapter_server >"$WORK/out" 2>"$WORK/err"
+code=$?
+set -e
+[[ $code == 2 && $(wc -l <"$WORK/err") == 1 ]] && grep -q "pip install 'trio-agent\[harness\]'" "$WORK/err" \
+    || { cat "$WORK/out" "$WORK/err" >&2; fail "harness without Hypothesis: exit $code"; }
+
+say "conform -- trio-agent (installed)"
+"$TA" conform -- "$TA" >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "conform"; }
+tail -n 1 "$WORK/out"
+
+say "installing trio-agent[harness]; harness --examples 20 against the installed adapter"
+"$VPY" -m pip install -q "$WHEEL[harness]" 2>"$WORK/pip.log" || { cat "$WORK/pip.log" >&2; fail "pip install [harness]"; }
+"$TA" harness --examples 20 --seed 1 -- "$VPY" -m trio_agent.testing.adapter_server \
+    >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "harness"; }
+tail -n 1 "$WORK/out"
+
+say "demo esc"
+"$TA" demo esc >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "demo esc"; }
+
+say "the README's quick start"
+"$VPY" - "$ROOT/README.md" >"$WORK/quickstart.py" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+start = re.search(r"^## Quick start\b.*$", text, re.M).end()
+print(re.compile(r"^```python\n(.*?)^```$", re.M | re.S).search(text, start).group(1))
+PYEOF
+TMPDIR=$WORK/away "$VPY" "$WORK/quickstart.py" >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "quick start"; }
+kept=$(sed -n 's/^kept: trio-agent check //p' "$WORK/out")
+[[ -n $kept ]] && "$TA" check --balanced "$kept" || { cat "$WORK/out" >&2; fail "quick start's log"; }
+
+say "PASS"

@@ -1,0 +1,76 @@
+"""``trio-agent harness`` against programs that cannot serve as the adapter, and one that
+hangs after answering ``hello``: each ends with one line and exit 2, or a report and exit 1,
+never a traceback. The programs are real subprocesses (tests/hostile_programs.py); the
+verdict is the exit code and the output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hostile_programs import HOSTILE
+from support.cli import cli, no_traceback, one_line
+from support.polling import HANG_GUARD
+
+from trio_agent.testing.protocol import POINTS
+
+PY = sys.executable
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def harness(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
+    return cli("harness", *args, "--", *port, cwd=ROOT, guard=10 * HANG_GUARD)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_program_that_cannot_serve_is_one_line_exit_2(name: str, tmp_path: Path) -> None:
+    program = tmp_path / "port.py"
+    program.write_text(HOSTILE[name])
+    line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
+    assert line.startswith(f"harness: {PY} {program} cannot run as a harness adapter: "), line
+    assert line.endswith("; no example was run"), line
+
+
+def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-port"
+    line = one_line(harness(port=[str(missing)]), 2)
+    assert line == f"harness: cannot run {missing}: No such file or directory"
+
+
+#: Answers ``hello`` and ``bye`` as the protocol says, and never anything else.
+HANGS_AFTER_HELLO = r"""
+import json, sys, time
+for line in sys.stdin:
+    op = json.loads(line)["op"]
+    if op == "hello":
+        result = {"protocol": "trio-agent-harness/1", "implementation": "hangs", "points": []}
+    elif op == "bye":
+        result = None
+    else:
+        time.sleep(3600)
+    print(json.dumps({"reply": {"ok": True, "crashed": False, "result": result}}), flush=True)
+    if op == "bye":
+        break
+"""
+
+
+def test_a_hang_stops_the_run_unshrunk(tmp_path: Path) -> None:
+    """One request waits out --timeout; the run is not shrunk (each attempt would wait
+    again), and the report says which request got no reply."""
+    program = tmp_path / "port.py"
+    program.write_text(HANGS_AFTER_HELLO)
+    result = no_traceback(harness("--timeout", "3", "--seed", "1", port=[PY, str(program)]))
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "FAIL: NoReply: no reply to 'start' within 3s" in out, out
+    assert "not shrunk (a request got no reply within --timeout 3s" in out
+    assert "!! no reply: no reply to 'start' within 3s" in out
+    assert "--timeout 3 --" in out.split("reproduce:", 1)[1]
+
+
+def test_list_prints_the_named_points_without_a_program() -> None:
+    result = cli("harness", "--list")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == list(POINTS)

@@ -1,0 +1,20 @@
+"""Hostile "ports" for ``conform`` and ``harness``: real programs that misbehave the ways a
+port under construction does. Each is a Python source run as a subprocess."""
+
+from __future__ import annotations
+
+#: Never answers anything.
+NEVER_ANSWERS = "import time\ntime.sleep(3600)\n"
+#: Writes lines without end.
+ENDLESS_OUTPUT = "import sys\nwhile True:\n    sys.stdout.write('x' * 1000 + '\\n')\n"
+#: Writes one line without end (no newline ever).
+ENDLESS_LINE = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
+#: Exits at once, saying nothing.
+EXITS_AT_ONCE = "raise SystemExit(0)\n"
+
+HOSTILE = {
+    "never-answers": NEVER_ANSWERS,
+    "endless-output": ENDLESS_OUTPUT,
+    "endless-line": ENDLESS_LINE,
+    "exits-at-once": EXITS_AT_ONCE,
+}
