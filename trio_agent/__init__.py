@@ -16,6 +16,7 @@ Layers, bottom first:
   scripted model, in-process tools and contained subprocess tools;
 * :mod:`trio_agent.runtime` -- the agent: per-turn controllers, typed cancel, the turn loop;
 * :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
+* :mod:`trio_agent.spec_files` -- where the installed ``spec/`` (vectors, schemas) is;
 * the command line (``cli``, ``cli_repair``, ``interactive``, ``clijson``, ``conform``,
   ``dsn``, ``__main__``) on top.
 
@@ -28,6 +29,7 @@ any other import. ``package`` is this module (the public names below)::
     cancel       -
     boundary     -
     filekind     -
+    spec_files   -
     procs        log
     store        log filekind procs
     tools        log cancel procs
