@@ -52,7 +52,7 @@ import h11
 import trio
 import trio_websocket
 
-from .engine import DemoError, Driver, open_run
+from .engine import DemoError, Driver, open_run, pace_from_env
 from .messages import (
     BadMessage,
     ClientMessage,
@@ -550,6 +550,12 @@ async def serve_on(
 
 
 def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        pace_from_env()
+    except DemoError as exc:
+        print(f"trio-agent serve: {exc}", file=err)
+        return 2
+
     async def main() -> None:
         # SIGINT/SIGTERM cancel everything in order: each client's run is torn down (its
         # worker and tool processes stopped) before the process exits.

@@ -32,7 +32,7 @@ import attrs
 import trio
 
 from ..store import escape_id
-from .engine import DemoError, Driver, open_run
+from .engine import DemoError, Driver, open_run, pace_from_env
 from .scenarios import SCENARIOS
 
 #: The width when none is known (piped without ``COLUMNS``).
@@ -368,6 +368,8 @@ def runtime_lines(rt: dict[str, Any], width: int) -> Iterator[str]:
     unrun = "true" if fold["droppedUnrun"] else "false"
     end = "none" if fold["endSeq"] is None else fold["endSeq"]
     yield from field("fold", f"dropped_unrun {unrun}, end_seq {end}")
+    if fold.get("why"):
+        yield from field("", f"why: {fold['why']}")
     for note in rt["notes"]:
         yield from field("note", note)
 
@@ -469,7 +471,10 @@ async def _play_one(
                 await run.wait_until(printed_step, "the step to finish", 120)
             nursery.cancel_scope.cancel()
     if failed:
-        raise failed[0]
+        raise ScenarioStopped(
+            f"the {name} scenario stopped at {failed[0]}. Every worker and tool process it "
+            f"started was stopped; run `trio-agent demo {name}` to play it again."
+        )
     return True
 
 
@@ -501,6 +506,23 @@ def print_kept(kept: Sequence[Kept], root: Path, out: TextIO, width: int) -> Non
         out.write(text + "\n")
 
 
+class ScenarioStopped(DemoError):
+    """A scenario could not go on: what happened, where, and how to go on (one line)."""
+
+
+def _demo_error(exc: BaseException) -> DemoError | None:
+    """The :class:`DemoError` in ``exc``, taking exception groups apart (trio wraps a task's
+    exception in one); ``None`` if there is none."""
+    if isinstance(exc, DemoError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _demo_error(sub)
+            if found is not None:
+                return found
+    return None
+
+
 def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     color = out.isatty() and "NO_COLOR" not in os.environ
@@ -513,6 +535,11 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except OSError as exc:
             print(f"trio-agent demo: --keep {args.keep}: {exc.strerror or exc}", file=err)
             return 2
+    try:
+        pace_from_env()
+    except DemoError as exc:
+        print(f"trio-agent demo: {exc}", file=err)
+        return 2
     kept: list[Kept] = []
     interrupted = False
 
@@ -538,11 +565,14 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         trio.run(main)
-    except DemoError as exc:
+    except BaseException as exc:
+        failure = _demo_error(exc)
+        if failure is None:
+            raise
         if keep is not None:
             print_kept(kept, keep, out, width)
         out.flush()
-        print(f"trio-agent demo: {exc}", file=err)
+        print(f"trio-agent demo: {failure}", file=err)
         return 1
     if interrupted:
         out.write("\ninterrupted; every worker and tool process was stopped.\n")
