@@ -1088,6 +1088,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="close a websocket that sends nothing for this long (default: 300)",
     )
+    p.add_argument(
+        "--head-timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request head has not arrived whole in this long "
+        "(default: 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="connections held at once (default: 256, fewer if the open-file limit is "
+        "lower); at the cap the one waiting longest for its request head is closed",
+    )
     p.set_defaults(run=cmd_serve)
     return parser
 
