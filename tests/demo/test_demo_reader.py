@@ -162,7 +162,7 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
                 chunk = None
             if chunk:
                 out += chunk
-            return out.count(b"[Enter] next step")
+            return out.count(b"[Enter] next")
 
         for n in range(1, len(SCENARIOS["kill"].steps) + 1):
             until_sync(lambda n=n: prompts() >= n or proc.poll() is not None, period=0.01)

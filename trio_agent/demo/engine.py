@@ -410,6 +410,8 @@ class Driver:
                     await self._wake.wait()
                 index = playback.begin()
                 self.run.findings.step = index
+                self.run.poll_log()
+                self.run.findings.step_began.append(len(self.run.events))
                 self.run.notify()
                 await self.scenario.steps[index].action(self.run)
                 playback.finish()

@@ -31,6 +31,10 @@ class Findings:
 
     #: The step running now: facts are filed under it.
     step: int | None = None
+    #: For each step begun, how many log rows were durable when it began: rows after the
+    #: previous step ended and before this one began came while the reader read (the
+    #: terminal lists them under the step they belong to).
+    step_began: list[int] = attrs.Factory(list)
     #: ``{"text", "tone", "step"}`` for each fact a step recorded, in order.
     facts: list[dict[str, Any]] = attrs.Factory(list)
     #: The last seq before ``kill -9`` of the worker.
@@ -108,6 +112,7 @@ def run_snapshot(
             "items": items,
             "cutAfter": findings.cut_after,
             "recoveredFrom": findings.recovered_from,
+            "stepBegan": list(findings.step_began),
             "openTurn": open_turn(events),
         },
         "runtime": {
