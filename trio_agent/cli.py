@@ -825,7 +825,8 @@ _CODES: dict[str, str] = {
     "demo": """\
   0    every scenario ran and its checks passed
   1    a scenario's check failed (the line says which)
-  2    --keep DIR cannot be created or is not a directory""",
+  2    --keep DIR cannot be created or is not a directory, or $TRIO_AGENT_DEMO_PACE is
+       not a number of seconds from 0.001 to 10""",
     "run": """\
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
@@ -840,7 +841,8 @@ _CODES: dict[str, str] = {
   2    --root is missing or not a directory, or the --store database cannot be read""",
     "serve": """\
   0    stopped by Ctrl-C or SIGTERM
-  2    cannot listen on HOST:PORT (for example the port is in use)""",
+  2    cannot listen on HOST:PORT (for example the port is in use), or
+       $TRIO_AGENT_DEMO_PACE is not a number of seconds from 0.001 to 10""",
     "conform": """\
   0    every selected vector passed
   1    some vector failed (each is listed)
@@ -1130,6 +1132,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=300.0,
         metavar="SECONDS",
         help="close a websocket that sends nothing for this long (default: 300)",
+    )
+    p.add_argument(
+        "--head-timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="close a connection whose request head has not arrived whole in this long "
+        "(default: 10)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="connections held at once (default: 256, fewer if the open-file limit is "
+        "lower); at the cap the one waiting longest for its request head is closed",
     )
     p.set_defaults(run=cmd_serve)
     return parser

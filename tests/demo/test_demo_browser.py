@@ -168,6 +168,9 @@ async def check_focus(page: Page, size: str, scenario: str, label: str, where: s
                 f"{where}: {needles} out of view"
             )
     if label == "What truncation throws away":
+        # The report's heading stays readable: only the rows are struck.
+        heading = "getComputedStyle(document.querySelector('.contrast .t h3')).textDecorationLine"
+        assert await js(page, heading) == "none", f"{where}: the contrast heading is struck"
         struck = await js(page, "document.querySelectorAll('#log li.would-drop.new').length")
         assert struck >= 10, f"{where}: {struck} struck rows highlighted"
         assert fits, f"{where}: the struck rows do not fit in the log pane"
@@ -207,12 +210,20 @@ async def run_scenario(page: Page, size: str, scenario: str, shots: Shots) -> No
         await js(page, "window.scrollTo(0, 0)")
         await page.wait_for("window.scrollY === 0")
         await check_layout(page, where)
+        if size == "wide":  # the colour legend fits at 1280x800
+            assert await js(page, "__t.seen(document.getElementById('legend'))"), where
         await shots.take(page, f"{size}-{scenario}-{n}-{slug(label)}")
         await check_focus(page, size, scenario, label, where)
         if size == "narrow":  # check_focus scrolled the window to the rows, then the card
             await shots.take(page, f"{size}-{scenario}-{n}-{slug(label)}-runtime")
             await js(page, "document.querySelector('[data-jump=log-pane]').click()")
             await shots.take(page, f"{size}-{scenario}-{n}-{slug(label)}-rows")
+            # Away from the story, a bar leads back to it.
+            if not await js(page, "__t.seen(document.getElementById('caption-title'))"):
+                await page.wait_for("document.body.classList.contains('story-away')")
+                assert await js(page, "__t.seen(document.getElementById('to-story'))"), where
+                await js(page, "document.getElementById('to-story').click()")
+                await page.wait_for("__t.seen(document.getElementById('caption-title'))")
             await js(page, "window.scrollTo(0, 0)")
     assert await js(page, "demo.state.done && demo.state.error === null")
     await check_history(page, size, scenario, labels)
@@ -233,6 +244,11 @@ async def check_history(page: Page, size: str, scenario: str, labels: list[str])
         )
         # The rows highlighted are the ones that step added (or struck).
         assert await js(page, "document.querySelectorAll('#log li.new, .card.changed').length") > 0
+        # The runtime pane is the one of the step viewed, as it stood then.
+        assert await js(page, "document.body.dataset.runtimeStep") == str(i)
+        if scenario == "kill" and i == 0:
+            runtime = await js(page, "document.getElementById('runtime').textContent")
+            assert "killed by SIGKILL" not in runtime and "cold open" not in runtime
     if scenario == "esc" and size == "wide":
         await js(page, "window.scrollTo(0, 0)")
         await js(page, "document.querySelector('.hist li[data-step=\"2\"] > button').click()")
@@ -289,9 +305,22 @@ async def check_glossary(page: Page) -> None:
 
 
 async def check_auto_play(page: Page) -> None:
-    """Auto-play is opt-in and runs the scenario through by itself (reading time set to 0)."""
+    """Auto-play is opt-in and runs the scenario through by itself (reading time set to 0);
+    Next restarts its countdown, even with the pointer resting on the story."""
     await open_scenario(page, "esc")
-    await js(page, "demo.dwell = 0; document.getElementById('play').click()")
+    await js(page, "demo.dwell = 1000; document.getElementById('play').click()")
+    await page.wait_for("demo.state.completed === 1 && demo.autoFor === 1")
+    # The pointer rests on the story: auto-play pauses.
+    await js(
+        page, "document.getElementById('story').dispatchEvent(new PointerEvent('pointermove'))"
+    )
+    await page.wait_for("demo.paused === true")
+    await js(page, "document.getElementById('step').click()")
+    # A fresh countdown for step 2, and running: it goes down, not paused.
+    await page.wait_for("demo.state.completed === 2 && demo.autoFor === 2")
+    await page.wait_for("demo.autoLeft < 1000 && demo.autoLeft > 900 && demo.paused === false")
+    # With the reading time set to 0, auto-play runs the rest through by itself.
+    await js(page, "demo.dwell = 0; demo.autoLeft = 0")
     await page.wait_for("demo.state.done && demo.state.running === null")
     assert await js(page, "demo.state.error") is None
     # The reading time is the caption's length at 200 words a minute, plus two seconds.

@@ -16,9 +16,9 @@ import pytest
 from trio_agent.demo.contrast import ClosersDisagree, mark_would_drop, truncation_contrast
 from trio_agent.demo.log_tail import log_items
 from trio_agent.demo.runtime_view import RecordedView, RuntimeView
-from trio_agent.demo.snapshot import Findings, run_snapshot
+from trio_agent.demo.snapshot import Findings, fold_why, run_snapshot
 from trio_agent.demo.worker_process import Group
-from trio_agent.log import repair_closers, scan_log
+from trio_agent.log import fold_consumed_work, repair_closers, scan_log
 
 REPO = Path(__file__).resolve().parents[2]
 VECTOR = REPO / "spec" / "vectors" / "valid" / "open-step-dispatched-call.json"
@@ -122,7 +122,7 @@ def test_run_snapshot_of_a_crashed_log_with_no_worker() -> None:
         }
     ]
     assert runtime["progress"] == {"lines": 2, "last": "test 2/200 ok"}
-    assert runtime["fold"] == {"endSeq": None, "droppedUnrun": False}
+    assert runtime["fold"] == {"endSeq": None, "droppedUnrun": False, "why": None}
     assert runtime["status"] == "idle" and runtime["notes"] == []
     assert list(runtime)[-1] == "notes"  # the notes come last, after what the engine adds
     assert shown["contrast"] is findings.contrast
@@ -135,3 +135,23 @@ def test_recorded_view_replays_to_the_same_inputs_and_view(name: str) -> None:
     replayed = RecordedView.replay(recorded["inputs"])
     assert replayed.inputs == recorded["inputs"]
     assert replayed.view.to_json() == recorded["view"]
+
+
+def _fold_vector(name: str) -> str | None:
+    raw = json.loads((REPO / "spec" / "vectors" / "fold" / f"{name}.json").read_text("utf-8"))
+    events = scan_log("".join(line + "\n" for line in raw["log"]).encode(), strict=False).events
+    return fold_why(events, fold_consumed_work(events))
+
+
+def test_fold_why_explains_a_drop_inside_a_turn_and_one_left_unrun() -> None:
+    """Where the fold is shown, it says why (spec/consumed-work.md C3, C4): the Esc drop inside
+    a turn is that turn's story; a drop after the last accounting turn never ran."""
+    inside = _fold_vector("esc-clears-queue-during-turn")
+    assert inside is not None and "before turn/end seq 8" in inside and "(C4)" in inside
+    unrun = _fold_vector("cancel-after-accounting-turn")
+    assert unrun is not None and "seq 10" in unrun and "ended at seq 8" in unrun
+    assert "never ran" in unrun
+    waking = _fold_vector("cancel-in-the-waking-tick")
+    assert waking is not None and "no turn has accounted" in waking
+    assert _fold_vector("replacement-is-not-a-drop") is None
+    assert _fold_vector("only-inserts") is None

@@ -17,7 +17,9 @@ two views. The run drives pure pieces and I/O shells, one module each:
   :class:`~trio_agent.demo.snapshot.Findings`) and the snapshot built from all of the above;
   :mod:`~trio_agent.demo.contrast` (pure): the truncate scenario's read-only contrast;
 * :mod:`~trio_agent.demo.playback` (pure): a scenario's steps and where playing them stands;
-* :mod:`~trio_agent.demo.workdir`: the work directory and the stand-in test suite in it;
+* :mod:`~trio_agent.demo.workdir`: the work directory and the stand-in test suite in it,
+  which advances only as far as the steps allow (:meth:`Run.allow_more_tests`): a reader may
+  stay on a step as long as they like and the story still holds when they go on;
 * this module: the run itself (the tail polled, the worker's reports folded into the view,
   bounded waits for what a step causes) and the :class:`Driver` that plays a scenario's steps
   on it: ``step`` runs one action, ``play`` runs the rest with a pause (``dwell``) between
@@ -32,6 +34,7 @@ is stopped, so a run leaves no process behind however it ends.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -48,10 +51,10 @@ from .playback import Playback, Scenario
 from .reports import BadReport
 from .runtime_view import RecordedView, RuntimeView, Worker
 from .snapshot import Findings, run_snapshot
-from .workdir import prepare_workdir, progress_lines
+from .workdir import TEST_PACE, allow_tests, allowance, prepare_workdir, progress_lines
 from .worker_process import Group, WorkerProcess, stop_leftovers
 
-__all__ = ["SESSION_ID", "DemoError", "Driver", "Run", "open_run"]
+__all__ = ["PACE_VAR", "SESSION_ID", "DemoError", "Driver", "Run", "open_run", "pace_from_env"]
 
 SESSION_ID: Final = "demo"
 
@@ -59,10 +62,28 @@ SESSION_ID: Final = "demo"
 WAIT: Final = 30.0
 TEARDOWN_BOUND: Final = 15.0
 POLL: Final = 0.05
+#: The environment variable that sets the stand-in test suite's seconds per test.
+PACE_VAR: Final = "TRIO_AGENT_DEMO_PACE"
 
 
 class DemoError(Exception):
     """A scenario could not go on (a worker died unexpectedly, a wait ran out)."""
+
+
+def pace_from_env() -> float:
+    """Seconds per test of the stand-in suite: ``$TRIO_AGENT_DEMO_PACE`` (a number from 0.001
+    to 10) if set, else :data:`~trio_agent.demo.workdir.TEST_PACE`. Tests set a fast pace to
+    let many of the suite's ticks go by while a step waits (a fake clock)."""
+    text = os.environ.get(PACE_VAR, "").strip()
+    if not text:
+        return TEST_PACE
+    try:
+        pace = float(text)
+    except ValueError:
+        pace = -1.0
+    if not 0.001 <= pace <= 10:
+        raise DemoError(f"{PACE_VAR}={text!r}: not a number of seconds from 0.001 to 10")
+    return pace
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -78,8 +99,11 @@ class Run:
         *,
         root: Path | None = None,
         session_id: str = SESSION_ID,
+        pace: float = TEST_PACE,
     ) -> None:
         self._nursery = nursery
+        #: Seconds per test of the stand-in suite.
+        self.pace = pace
         self.dir = directory
         #: The store root: inside ``directory`` (removed at teardown) unless the caller keeps
         #: the session in a root of its own (``trio-agent demo --keep DIR``).
@@ -142,7 +166,7 @@ class Run:
 
     def _prepare(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        prepare_workdir(self.workdir)
+        prepare_workdir(self.workdir, pace=self.pace)
 
     async def teardown(self) -> None:
         """Stop the worker and every process this run started. Bounded, shielded, idempotent."""
@@ -263,6 +287,12 @@ class Run:
     def progress(self) -> list[str]:
         return progress_lines(self.workdir)
 
+    def allow_more_tests(self, more: int) -> None:
+        """Let the stand-in suite run ``more`` tests beyond those it has done (never less than
+        it was already allowed): the story, not the clock, moves it on."""
+        done = len(self.progress())
+        allow_tests(self.workdir, max(allowance(self.workdir), done + more))
+
     # -- the truncate contrast (read-only) -----------------------------------------------------
 
     async def compute_contrast(self) -> dict[str, Any]:
@@ -296,15 +326,19 @@ class Run:
 
 
 @contextlib.asynccontextmanager
-async def open_run(*, root: Path | None = None, session_id: str = SESSION_ID) -> AsyncIterator[Run]:
+async def open_run(
+    *, root: Path | None = None, session_id: str = SESSION_ID, pace: float | None = None
+) -> AsyncIterator[Run]:
     """A fresh run in its own temporary directory, torn down (bounded) on exit.
 
     With ``root`` the session lives in that store root instead and stays there after the
-    run (the work directory and the worker's stderr are still removed).
+    run (the work directory and the worker's stderr are still removed). ``pace``: seconds per
+    test of the stand-in suite (default: :func:`pace_from_env`).
     """
+    pace = pace_from_env() if pace is None else pace
     directory = Path(tempfile.mkdtemp(prefix="trio-agent-demo-"))
     async with trio.open_nursery() as nursery:
-        run = Run(nursery, directory, root=root, session_id=session_id)
+        run = Run(nursery, directory, root=root, session_id=session_id, pace=pace)
         try:
             run._prepare()
             nursery.start_soon(run._poller)
@@ -365,6 +399,7 @@ class Driver:
     async def main(self, on_step: Callable[[int], Awaitable[None]] | None = None) -> None:
         """Set the scenario up, then run steps as commanded, forever (cancel to stop)."""
         playback = self.playback
+        index: int | None = None
         try:
             await self.scenario.setup(self.run)
             playback.ready = True
@@ -375,6 +410,8 @@ class Driver:
                     await self._wake.wait()
                 index = playback.begin()
                 self.run.findings.step = index
+                self.run.poll_log()
+                self.run.findings.step_began.append(len(self.run.events))
                 self.run.notify()
                 await self.scenario.steps[index].action(self.run)
                 playback.finish()
@@ -388,9 +425,16 @@ class Driver:
                             await self._wake.wait()
                             self._wake = trio.Event()
         except DemoError as exc:
-            playback.fail(str(exc))
+            # Say where the story stopped; the front ends add how to go on.
+            where = (
+                "setup"
+                if index is None
+                else f"step {index + 1} ({self.scenario.steps[index].label})"
+            )
+            message = f"{where}: {exc}"
+            playback.fail(message)
             self.run.notify()
-            raise
+            raise DemoError(message) from None
 
     def snapshot(self) -> dict[str, Any]:
         return {**self.playback.to_json(self.scenario), **self.run.state()}

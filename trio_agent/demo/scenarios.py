@@ -5,6 +5,12 @@ kill the worker, restart it, ...) followed by a bounded wait for what the action
 happen, and a caption saying what the step adds to the log or drops from it, and why.
 The facts a step records are measured (read from the log, ``/proc`` or the file), not
 assumed.
+
+The stand-in test suite moves only as far as the steps let it
+(:meth:`~trio_agent.demo.engine.Run.allow_more_tests`): starting the turn allows a few tests,
+queueing a follow-up a few more, and after ``kill -9`` a few more show the orphan still at
+work. Between steps it waits, so a reader may stay on any step for as long as they like: the
+tool is still running when they go on, and every check below still holds.
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ AFTER_CRASH_SCRIPT: Final = [
 ]
 #: Tool output lines to wait for before acting on a running tool.
 OUTPUT_LINES: Final = 3
+#: Tests the suite may run when the turn starts (then it waits for the story).
+FIRST_ALLOWANCE: Final = OUTPUT_LINES + 2
+#: Tests more while a follow-up is queued, and for the orphan after kill -9.
+MORE_TESTS: Final = 3
 
 
 def _outputs(run: Run) -> list[Any]:
@@ -59,6 +69,7 @@ async def setup_fresh(run: Run) -> None:
 
 
 async def start_turn(run: Run) -> None:
+    run.allow_more_tests(FIRST_ALLOWANCE)
     await run.send({"cmd": "followup", "text": FIRST_REQUEST})
     await run.wait_until(
         lambda: len(_outputs(run)) >= OUTPUT_LINES, f"{OUTPUT_LINES} lines of tool output"
@@ -104,6 +115,7 @@ START: Final = Step(
 
 
 async def queue_followup(run: Run) -> None:
+    run.allow_more_tests(MORE_TESTS)
     await run.send({"cmd": "followup", "text": QUEUED_REQUEST})
     await run.wait_until(
         lambda: (
@@ -127,7 +139,10 @@ async def press_esc(run: Run) -> None:
     end = run.turn_end(1)
     assert end is not None
     if end.data["reason"]["kind"] != "aborted":
-        raise DemoError(f"turn 1 ended {end.data['reason']['kind']}, not aborted")
+        raise DemoError(
+            f"turn 1 ended {end.data['reason']['kind']} before Esc reached it, so there is no "
+            "abort to show"
+        )
     run.poll_groups()
     if group.alive:
         raise DemoError(f"process group {pgid} still has members after the abort: {group.members}")
@@ -209,7 +224,9 @@ ESC: Final = Scenario(
             "output already printed, which stays. step/end closes the step before "
             "turn/end{aborted} closes the turn. The cause (user) is runtime state: the log says "
             "only aborted. The agent let go of the controller before turn/end was appended, so "
-            "nothing can reach the finished turn any more.",
+            "nothing can reach the finished turn any more. fold_consumed_work still says "
+            "dropped_unrun false: the drop came before this turn's own turn/end, which "
+            "accounts for the turn's input, so the drop is part of that turn's story.",
             press_esc,
         ),
         Step(
@@ -239,13 +256,12 @@ ESC: Final = Scenario(
 
 async def kill_worker(run: Run) -> None:
     pgid = run.find("tool/spawned")[0].data["pgid"]
-    lines_before = len(run.progress())
     pid = await run.kill_worker()
     run.fact(
         f"worker {pid} killed with SIGKILL; the log ends at seq {run.findings.cut_after}", "aborted"
     )
     if run.find("tool/result"):
-        raise DemoError("the tool finished before the kill; nothing to show")
+        raise DemoError("the tool finished before the kill, so there is no orphan to show")
     if _namespaced(run):
         # The namespace's init had the worker as its lifeline: the kernel ends the tree.
         await run.wait_until(
@@ -257,6 +273,9 @@ async def kill_worker(run: Run) -> None:
             "interrupted",
         )
         return
+    # Only now may the suite go on: every line it writes from here on is the orphan's.
+    lines_before = len(run.progress())
+    run.allow_more_tests(MORE_TESTS)
     await run.wait_until(
         lambda: len(run.progress()) > lines_before + 1, "the orphan to keep working"
     )

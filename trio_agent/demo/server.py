@@ -26,6 +26,14 @@ Robustness (each rule has a regression test in ``tests/demo/test_demo_server.py`
   unread is closed with 1008 and a reason.
 * A websocket that sends nothing for ``idle_timeout`` seconds (:data:`IDLE_TIMEOUT` by default;
   the page pings well within it) is closed with 1001, so idle sockets cannot pile up.
+* Slow clients cannot starve the others. A request head must arrive whole within
+  ``head_timeout`` seconds (:data:`HEAD_TIMEOUT`) and :data:`MAX_HEAD` bytes. The server holds
+  at most ``max_connections`` connections (:data:`MAX_CONNECTIONS`, and never more than the
+  file-descriptor limit leaves room for: :func:`connection_cap`); when a new one arrives at
+  the cap, the connection that has waited longest for its request head is closed to make room
+  (a half-open connection is worth less than a client that speaks). The accept loop is the
+  server's own: running out of file descriptors anyway (``EMFILE``) closes the oldest such
+  connection and is one line on stderr, never a traceback.
 
 Client to server (JSON text frames): ``{"type": "select", "scenario": "esc"|"kill"|
 "truncate"}``, ``{"type": "play", "dwell"?: seconds}``, ``{"type": "pause"}``, ``{"type":
@@ -39,8 +47,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import functools
 import ipaddress
+import itertools
+import resource
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -52,7 +63,7 @@ import h11
 import trio
 import trio_websocket
 
-from .engine import DemoError, Driver, open_run
+from .engine import DemoError, Driver, open_run, pace_from_env
 from .messages import (
     BadMessage,
     ClientMessage,
@@ -87,6 +98,25 @@ DEFAULT_DWELL: Final = 2.5
 OUTBOX_SIZE: Final = 64
 #: Seconds a websocket may send nothing before it is closed (the page pings every 60 s).
 IDLE_TIMEOUT: Final = 300.0
+#: Connections held at once (each is a file descriptor), at most.
+MAX_CONNECTIONS: Final = 256
+#: File descriptors kept free of connections: the runs' workers, pipes and log files.
+FD_RESERVE: Final = 128
+FDS_PER_RUN: Final = 16
+#: What ``accept`` says when the process or the system is out of descriptors or buffers.
+CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+#: Seconds to pause accepting after such an error (the kernel's backlog keeps the clients).
+CAPACITY_PAUSE: Final = 0.05
+
+
+def connection_cap(max_connections: int, max_runs: int) -> int:
+    """How many connections to hold: ``max_connections``, but never more than the soft
+    ``RLIMIT_NOFILE`` leaves after :data:`FD_RESERVE` and the runs' descriptors (at least 8)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    room = soft - FD_RESERVE - FDS_PER_RUN * max_runs
+    return max(8, min(max_connections, room))
 
 
 def page() -> bytes:
@@ -271,13 +301,68 @@ class DemoServer:
         *,
         max_runs: int = MAX_RUNS,
         idle_timeout: float = IDLE_TIMEOUT,
+        head_timeout: float = HEAD_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         err: TextIO | None = None,
     ) -> None:
         self.origins = Origins(host, port)
         self.runs = trio.CapacityLimiter(max_runs)
         self.idle_timeout = idle_timeout
+        self.head_timeout = head_timeout
+        self.max_connections = connection_cap(max_connections, max_runs)
         self.page = page()
         self._err = err if err is not None else sys.stderr
+        #: Connections open now (accepted, handler not finished).
+        self.connections = 0
+        #: Connections still waiting for their request head, oldest first: the scope that
+        #: reads the head, to be cancelled to make room.
+        self._waiting: dict[int, trio.CancelScope] = {}
+        self._ids = itertools.count()
+        self._shedding = False
+
+    # -- accepting ---------------------------------------------------------------------------------
+
+    async def serve_listeners(self, listeners: list[trio.SocketListener]) -> None:
+        """Accept on every listener until cancelled; each connection gets :meth:`handle`."""
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(self._accept_loop, listener, nursery)
+
+    async def _accept_loop(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in CAPACITY_ERRNOS:
+                        raise
+                    # Out of descriptors although under our cap (something else holds them):
+                    # make room, say so once, and let the kernel's backlog keep the clients.
+                    if not self._shedding:
+                        self._shedding = True
+                        self.log(
+                            f"accept: {errno.errorcode.get(exc.errno or 0, exc)}: "
+                            "closing the connections that wait longest for a request head"
+                        )
+                    self._make_room()
+                    await trio.sleep(CAPACITY_PAUSE)
+                    continue
+                self._shedding = False
+                if self.connections >= self.max_connections and not self._make_room():
+                    # Every connection held is a client that spoke (a websocket): refuse.
+                    with trio.move_on_after(1, shield=True):
+                        await stream.aclose()
+                    continue
+                self.connections += 1
+                nursery.start_soon(self.handle, stream)
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest for its request head, if any."""
+        if not self._waiting:
+            return False
+        key = next(iter(self._waiting))
+        self._waiting.pop(key).cancel()
+        return True
 
     def log(self, line: str) -> None:
         """One line on stderr per problem (never a traceback)."""
@@ -293,16 +378,25 @@ class DemoServer:
             if not all(isinstance(e, _GONE) for e in _leaves(exc)):
                 self.log(f"connection from {peer} failed: {_one_line(exc)}")
         finally:
+            self.connections -= 1
             with trio.move_on_after(1, shield=True):
                 await stream.aclose()
 
     async def _handle(self, stream: trio.abc.Stream, peer: str) -> None:
         request, raw, timed_out = None, b"", True
-        with trio.move_on_after(HEAD_TIMEOUT):
-            request, raw = await read_head(stream)
-            timed_out = False
+        key = next(self._ids)
+        # The whole head within head_timeout (not per read: a byte a second never ends); the
+        # scope is also how _make_room closes a connection still waiting for its head.
+        scope = trio.CancelScope(deadline=trio.current_time() + self.head_timeout)
+        self._waiting[key] = scope
+        try:
+            with scope:
+                request, raw = await read_head(stream)
+                timed_out = False
+        finally:
+            self._waiting.pop(key, None)
         if timed_out:
-            return  # the head never came
+            return  # the head never came, or the connection made room for a newer one
         if request is None:
             if raw:
                 self.log(f"bad request from {peer}: not HTTP/1.1 ({len(raw)} bytes)")
@@ -518,6 +612,8 @@ async def serve(
     *,
     max_runs: int = MAX_RUNS,
     idle_timeout: float = IDLE_TIMEOUT,
+    head_timeout: float = HEAD_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
     err: TextIO | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -528,6 +624,8 @@ async def serve(
         host,
         max_runs=max_runs,
         idle_timeout=idle_timeout,
+        head_timeout=head_timeout,
+        max_connections=max_connections,
         err=err,
         task_status=task_status,
     )
@@ -539,17 +637,33 @@ async def serve_on(
     *,
     max_runs: int = MAX_RUNS,
     idle_timeout: float = IDLE_TIMEOUT,
+    head_timeout: float = HEAD_TIMEOUT,
+    max_connections: int = MAX_CONNECTIONS,
     err: TextIO | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve on listeners already bound (so a bind error surfaces before any task starts)."""
     actual = listeners[0].socket.getsockname()[1]
-    server = DemoServer(host, actual, max_runs=max_runs, idle_timeout=idle_timeout, err=err)
+    server = DemoServer(
+        host,
+        actual,
+        max_runs=max_runs,
+        idle_timeout=idle_timeout,
+        head_timeout=head_timeout,
+        max_connections=max_connections,
+        err=err,
+    )
     task_status.started(actual)
-    await trio.serve_listeners(server.handle, listeners)
+    await server.serve_listeners(listeners)
 
 
 def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        pace_from_env()
+    except DemoError as exc:
+        print(f"trio-agent serve: {exc}", file=err)
+        return 2
+
     async def main() -> None:
         # SIGINT/SIGTERM cancel everything in order: each client's run is torn down (its
         # worker and tool processes stopped) before the process exits.
@@ -564,6 +678,8 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         args.host,
                         max_runs=getattr(args, "max_runs", MAX_RUNS),
                         idle_timeout=getattr(args, "idle_timeout", IDLE_TIMEOUT),
+                        head_timeout=getattr(args, "head_timeout", HEAD_TIMEOUT),
+                        max_connections=getattr(args, "max_connections", MAX_CONNECTIONS),
                         err=err,
                     )
                 )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..log import Event, fold_consumed_work
+from ..log import ConsumedWork, Event, SpliceKind, fold_consumed_work, splice_kind
 from .contrast import mark_would_drop
 from .log_tail import log_items, open_turn
 from .runtime_view import RuntimeView
@@ -22,7 +22,7 @@ from .runtime_view import RuntimeView
 if TYPE_CHECKING:
     from .worker_process import Group
 
-__all__ = ["Findings", "run_snapshot"]
+__all__ = ["Findings", "fold_why", "run_snapshot"]
 
 
 @attrs.define
@@ -31,6 +31,10 @@ class Findings:
 
     #: The step running now: facts are filed under it.
     step: int | None = None
+    #: For each step begun, how many log rows were durable when it began: rows after the
+    #: previous step ended and before this one began came while the reader read (the
+    #: terminal lists them under the step they belong to).
+    step_began: list[int] = attrs.Factory(list)
     #: ``{"text", "tone", "step"}`` for each fact a step recorded, in order.
     facts: list[dict[str, Any]] = attrs.Factory(list)
     #: The last seq before ``kill -9`` of the worker.
@@ -45,6 +49,40 @@ class Findings:
     def fact(self, text: str, tone: str = "ok") -> None:
         """Record something the running step measured."""
         self.facts.append({"text": text, "tone": tone, "step": self.step})
+
+
+def fold_why(events: Sequence[Event], fold: ConsumedWork) -> str | None:
+    """Why ``fold_consumed_work`` says what it says, in one sentence, once input was dropped
+    (spec/consumed-work.md, rules C3 and C4): a drop before the accounting ``turn/end`` is part
+    of that turn's story (``dropped_unrun`` false); one after it never ran (true)."""
+    drops = [
+        e.seq
+        for e in events
+        if e.type == "agent/inbox/spliced"
+        and splice_kind(e.data) is SpliceKind.DROP
+        and not e.data.get("inserted")  # a replacement is not a drop (C3)
+    ]
+    if not drops:
+        return None
+    end = fold.end_seq
+    if fold.dropped_unrun:
+        after = [seq for seq in drops if end is None or seq > end]
+        where = (
+            "no turn has accounted for its input yet"
+            if end is None
+            else (f"the last turn that accounted for its input ended at seq {end}")
+        )
+        return (
+            f"the drop at seq {after[-1] if after else drops[-1]} came after everything that "
+            f"accounts: {where}, so that message never ran (C3)"
+        )
+    before = [seq for seq in drops if end is not None and seq < end]
+    if before:
+        return (
+            f"the drop at seq {before[-1]} came before turn/end seq {end}, which accounts for "
+            "that turn's input: the drop is part of that turn's story, not input left unrun (C4)"
+        )
+    return None
 
 
 def run_snapshot(
@@ -74,13 +112,18 @@ def run_snapshot(
             "items": items,
             "cutAfter": findings.cut_after,
             "recoveredFrom": findings.recovered_from,
+            "stepBegan": list(findings.step_began),
             "openTurn": open_turn(events),
         },
         "runtime": {
             **view,
             "groups": [g.to_json(worker_running=worker_running) for g in groups],
             "progress": {"lines": len(progress), "last": progress[-1] if progress else None},
-            "fold": {"endSeq": fold.end_seq, "droppedUnrun": fold.dropped_unrun},
+            "fold": {
+                "endSeq": fold.end_seq,
+                "droppedUnrun": fold.dropped_unrun,
+                "why": fold_why(events, fold),
+            },
             "notes": notes,
         },
         "contrast": findings.contrast,

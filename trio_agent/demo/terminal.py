@@ -9,6 +9,13 @@ prose wraps at word boundaries, and only what cannot wrap (a log record, one lin
 is cut with an ellipsis. Colours are used only on a terminal (and never with ``NO_COLOR``);
 the output is otherwise plain lines, so a CI log shows the same thing.
 
+With ``--step`` the demo waits for Enter before each step. On a terminal, a step taller
+than the window is paged (:meth:`Printer.show`): every page starts with the step's heading
+and caption, so the caption never scrolls away, and the rest waits for Enter. Log lines that
+became durable while the reader read (the tool going on after its step) are listed under the
+step they belong to, before the next step's heading. Runs of ``tool/output`` lines, like runs
+of streamed text, are folded into one row.
+
 With ``--keep DIR`` each scenario's session stays in the store root DIR (session ids ``esc``,
 ``kill``, ``truncate``, or ``esc-2`` and so on when taken) and the log paths are printed at
 the end, for ``trio-agent show`` and ``trio-agent check``.
@@ -32,7 +39,7 @@ import attrs
 import trio
 
 from ..store import escape_id
-from .engine import DemoError, Driver, open_run
+from .engine import DemoError, Driver, open_run, pace_from_env
 from .scenarios import SCENARIOS
 
 #: The width when none is known (piped without ``COLUMNS``).
@@ -156,17 +163,65 @@ def terminal_width(out: TextIO, requested: int | None) -> int:
     return max(MIN_WIDTH, width)
 
 
+def terminal_height(out: TextIO) -> int | None:
+    """The window's height in lines on a terminal (a page must fit it); None when piped."""
+    if not out.isatty():
+        return None
+    return max(10, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).lines)
+
+
 #: A log pane row: its text, its colour, and whether it is prose that may wrap (an event
 #: row is one record, one line, cut with an ellipsis when too wide).
 Row = tuple[str, str | None, bool]
 
 
+@attrs.frozen
+class Block:
+    """What one scenario intro or one step prints, in parts the pager keeps together:
+    ``pre`` (rows still belonging to the step before), ``head`` (the heading and caption,
+    repeated as ``cont`` atop every further page) and ``body`` (the panes and the checks)."""
+
+    pre: list[str]
+    head: list[str]
+    cont: list[str]
+    body: list[str]
+
+    def lines(self) -> list[str]:
+        return [*self.pre, *self.head, *self.body]
+
+
+def pages(block: Block, height: int | None) -> list[list[str]]:
+    """``block`` cut into screens of at most ``height`` lines, one line on each left for the
+    prompt below it; every screen starts with the heading and caption (``head`` on the
+    first, ``cont`` after it). ``None``: one page. Pure."""
+    whole = block.lines()
+    if height is None or len(whole) + 1 <= height:
+        return [whole]
+    first_room = max(3, height - 1 - len(block.pre) - len(block.head))
+    room = max(3, height - 1 - len(block.cont))
+    chunks = [block.body[:first_room]]
+    rest = block.body[first_room:]
+    while rest:
+        chunks.append(rest[:room])
+        rest = rest[room:]
+    out = [[*block.pre, *block.head, *chunks[0]]]
+    out += [[*block.cont, *chunk] for chunk in chunks[1:]]
+    return out
+
+
 class Printer:
-    def __init__(self, out: TextIO, color: bool, width: int = DEFAULT_WIDTH) -> None:
+    def __init__(
+        self, out: TextIO, color: bool, width: int = DEFAULT_WIDTH, height: int | None = None
+    ) -> None:
         self.out = out
         self.color = color
         self.layout = Layout(width)
         self.width = width
+        #: The window's height when pages must fit it (``--step`` on a terminal), else None.
+        self.height = height
+        self._capture: list[str] | None = None
+        #: Lines to show atop the next block (the banner, when pages must fit a window).
+        self._preface: list[str] = []
         self.shown = 0  # log events already printed in this scenario
         self.cut_shown = False
         self.contrast_shown = False
@@ -177,7 +232,33 @@ class Printer:
         return f"{style}{text}{_RESET}" if self.color and style else text
 
     def line(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        if self._capture is not None:
+            self._capture.append(text)
+        else:
+            self.out.write(text + "\n")
+
+    def capture(self, draw: Any, *args: Any) -> list[str]:
+        """The lines ``draw(*args)`` prints, collected instead of written."""
+        saved, self._capture = self._capture, []
+        try:
+            draw(*args)
+            return self._capture
+        finally:
+            self._capture = saved
+
+    async def show(self, block: Block, *, page: bool) -> bool:
+        """Write ``block``; with ``page`` and a known height, one screen at a time, asking for
+        Enter between screens. False if the reader typed q (or input ended)."""
+        screens = pages(block, self.height if page else None)
+        for k, screen in enumerate(screens):
+            for text in screen:
+                self.out.write(text + "\n")
+            if k + 1 < len(screens):
+                more = f"  [Enter] more ({k + 1}/{len(screens)}), q then Enter to stop: "
+                if not await _ask(self.out, self.width, more):
+                    return False
+        self.out.flush()
+        return True
 
     def para(self, text: str, indent: str = "  ") -> None:
         for part in wrap(text, self.width, indent):
@@ -190,30 +271,83 @@ class Printer:
 
     # -- sections ----------------------------------------------------------------------------
 
-    def intro(self, keep: Path | None = None) -> None:
-        self.rule("trio-agent demo: Esc, kill -9 then restart, truncate", "═")
+    def intro(self, names: Sequence[str], keep: Path | None = None) -> None:
+        if self.height is not None:  # paged: the banner shares the first screen
+            self._preface = self.capture(self._intro, names, keep)
+        else:
+            self._intro(names, keep)
+
+    def _intro(self, names: Sequence[str], keep: Path | None) -> None:
+        if len(names) == 1:
+            self.rule(f"trio-agent demo {names[0]}: {SCENARIOS[names[0]].title}", "═")
+        else:
+            self.rule("trio-agent demo: Esc, kill -9 then restart, truncate", "═")
         self.para(INTRO)
         if keep is not None:
             self.para(f"--keep: the sessions stay in the store root {_shown(keep)} afterwards.")
 
-    def scenario(self, snap: dict[str, Any]) -> None:
+    def scenario(self, snap: dict[str, Any]) -> Block:
+        """The scenario's intro: its title and summary, then the setup's panes."""
         sc = snap["scenario"]
-        self.line()
-        self.rule(f"Scenario: {sc['title']}", "━")
-        self.para(sc["summary"])
         self.shown = 0
         self.cut_shown = False
         self.contrast_shown = False
         self.facts_shown = 0
-        self.line()
-        self.para("Setup: a new session and an idle agent.")
-        self.panes(snap, title="LOG (session.jsonl)")
 
-    def step(self, snap: dict[str, Any], index: int) -> None:
+        def head(title: str) -> None:
+            self.line()
+            self.rule(title, "━")
+            self.para(sc["summary"])
+
+        def body() -> None:
+            self.line()
+            self.para("Setup: a new session and an idle agent.")
+            self.panes(snap, title="LOG (session.jsonl)")
+
+        preface, self._preface = self._preface, []
+        return Block(
+            preface,
+            self.capture(head, f"Scenario: {sc['title']}"),
+            self.capture(head, f"Scenario: {sc['title']} (continued)"),
+            self.capture(body),
+        )
+
+    def step(self, snap: dict[str, Any], index: int) -> Block:
+        """One step: the rows still belonging to the step before, the heading and caption,
+        the log rows the step made durable beside the runtime, and its checks."""
         step = snap["steps"][index]
+        total = len(snap["steps"])
+        pre = self.capture(self.meanwhile, snap, index)
+
+        def head(title: str) -> None:
+            self.line()
+            self.rule(title, "─")
+            self.para(step["caption"])
+
+        title = f"Step {index + 1}/{total} · {step['label']}"
+        return Block(
+            pre,
+            self.capture(head, title),
+            self.capture(head, f"{title} (continued)"),
+            self.capture(self.step_body, snap),
+        )
+
+    def meanwhile(self, snap: dict[str, Any], index: int) -> None:
+        """Rows that became durable after step ``index`` - 1 was shown and before step
+        ``index`` began: the tool went on while the reader read. Listed under that step."""
+        began = snap["log"]["stepBegan"]
+        if index == 0 or index >= len(began):
+            return
+        items = snap["log"]["items"][self.shown : began[index]]
+        if not items:
+            return
+        self.shown = began[index]
         self.line()
-        self.rule(f"Step {index + 1}/{len(snap['steps'])} · {step['label']}", "─")
-        self.para(step["caption"])
+        self.line(self.paint(clip(f"  … still step {index}, while you read:", self.width), "head"))
+        for text, tone in _fold(items):
+            self.line("    " + self.paint(clip(text, self.width - 4), tone))
+
+    def step_body(self, snap: dict[str, Any]) -> None:
         self.line()
         self.panes(snap, title="LOG · new durable lines")
         facts = snap["facts"][self.facts_shown :]
@@ -281,19 +415,38 @@ class Printer:
 
 
 def _fold(items: Sequence[dict[str, Any]]) -> Iterator[tuple[str, str | None]]:
-    """One line per event, except runs of streamed text, which become one line."""
+    """One line per event, except runs of streamed text and runs of tool output, which
+    become one line each (the first and last output line shown)."""
     run: list[dict[str, Any]] = []
+    output: list[dict[str, Any]] = []
+
+    def span(rows: list[dict[str, Any]]) -> str:
+        return f"{rows[0]['seq']}-{rows[-1]['seq']}" if len(rows) > 1 else f"{rows[0]['seq']}"
 
     def flush() -> Iterator[tuple[str, str | None]]:
         if run:
-            span = f"{run[0]['seq']}-{run[-1]['seq']}" if len(run) > 1 else f"{run[0]['seq']}"
             text = "".join(i["delta"] for i in run).replace("\n", "⏎")
-            yield (f'[{span}] assistant/chunk ×{len(run)} "{text}"', "chunk")
+            yield (f'[{span(run)}] assistant/chunk ×{len(run)} "{text}"', "chunk")
             run.clear()
+        if len(output) == 1:
+            yield (f"[{output[0]['seq']}] {output[0]['text']}", output[0]["tone"])
+        elif output:
+            first = output[0]["text"].split(" ", 3)[-1]
+            last = output[-1]["text"].split(" ", 3)[-1]
+            text = f"[{span(output)}] tool/output ×{len(output)} {first} … {last}"
+            yield (text, output[0]["tone"])
+        output.clear()
 
     for item in items:
         if "delta" in item:
+            if output:
+                yield from flush()
             run.append(item)
+            continue
+        if item["type"] == "tool/output" and item["origin"] != "recovery":
+            if run:
+                yield from flush()
+            output.append(item)
             continue
         yield from flush()
         mark = "+" if item["origin"] == "recovery" else " "
@@ -368,14 +521,16 @@ def runtime_lines(rt: dict[str, Any], width: int) -> Iterator[str]:
     unrun = "true" if fold["droppedUnrun"] else "false"
     end = "none" if fold["endSeq"] is None else fold["endSeq"]
     yield from field("fold", f"dropped_unrun {unrun}, end_seq {end}")
+    if fold.get("why"):
+        yield from field("", f"why: {fold['why']}")
     for note in rt["notes"]:
         yield from field("note", note)
 
 
-async def _ask(out: TextIO, width: int) -> bool:
+async def _ask(out: TextIO, width: int, prompt: str = "") -> bool:
     """Wait for Enter (``--step``); False when the user typed q or input ended."""
-    prompt = "  [Enter] next step, q then Enter to stop: "
-    out.write(prompt if len(prompt) <= width else "  [Enter] next, q stop: ")
+    prompt = prompt or "  [Enter] next step, q then Enter to stop: "
+    out.write(prompt if display_width(prompt) <= width else "  [Enter] next, q stop: ")
     out.flush()
     line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
     return bool(line) and line.strip().lower() != "q"
@@ -408,9 +563,10 @@ async def play(
     width: int = DEFAULT_WIDTH,
     keep: Path | None = None,
     kept: list[Kept] | None = None,
+    height: int | None = None,
 ) -> None:
-    printer = Printer(out, color, width)
-    printer.intro(keep)
+    printer = Printer(out, color, width, height)
+    printer.intro(names, keep)
     for name in names:
         session = None
         if keep is not None:
@@ -419,6 +575,13 @@ async def play(
             return
     printer.line()
     printer.para("All scenarios done; every worker and tool process was stopped.", "")
+    if not step:
+        printer.para(
+            "To read at your own pace, one step per Enter: trio-agent demo --step (or one "
+            "scenario: trio-agent demo kill --step). The same story on a web page, with "
+            "Next and Back: make serve (trio-agent serve), then open the address it prints.",
+            "",
+        )
 
 
 async def _play_one(
@@ -431,7 +594,7 @@ async def _play_one(
     kept: list[Kept] | None,
 ) -> bool:
     """Play one scenario in its own run; False if the user stopped (``--step``, q)."""
-    printed: list[int] = []
+    printed: dict[int, Block] = {}
     failed: list[DemoError] = []
     opened = open_run() if session is None else open_run(root=keep, session_id=session.session_id)
     async with opened as run:
@@ -440,9 +603,8 @@ async def _play_one(
         driver = Driver(SCENARIOS[name], run, dwell=0)
 
         async def on_step(index: int) -> None:
-            printer.step(driver.snapshot(), index)
-            printer.out.flush()
-            printed.append(index)
+            # Drawn the moment the step ends; shown (paged, waiting for the reader) below.
+            printed[index] = printer.step(driver.snapshot(), index)
             run.notify()
 
         async with trio.open_nursery() as nursery:
@@ -456,9 +618,13 @@ async def _play_one(
 
             nursery.start_soon(main)
             await run.wait_until(lambda: driver.ready, "the scenario to be set up")
-            printer.scenario(driver.snapshot())
-            for index in range(len(driver.scenario.steps)):
-                if step and not await _ask(printer.out, printer.width):
+            steps = driver.scenario.steps
+            if not await printer.show(printer.scenario(driver.snapshot()), page=step):
+                nursery.cancel_scope.cancel()
+                return False
+            for index in range(len(steps)):
+                prompt = f"  [Enter] next: {steps[index].label}, q then Enter to stop: "
+                if step and not await _ask(printer.out, printer.width, prompt):
                     nursery.cancel_scope.cancel()
                     return False
                 driver.step()
@@ -466,10 +632,18 @@ async def _play_one(
                 def printed_step(i: int = index) -> bool:
                     return i in printed
 
+                # A hang guard for the step's own actions (each bounded); the reader's time
+                # is spent below, in show(), with no bound.
                 await run.wait_until(printed_step, "the step to finish", 120)
+                if not await printer.show(printed[index], page=step):
+                    nursery.cancel_scope.cancel()
+                    return False
             nursery.cancel_scope.cancel()
     if failed:
-        raise failed[0]
+        raise ScenarioStopped(
+            f"the {name} scenario stopped at {failed[0]}. Every worker and tool process it "
+            f"started was stopped; run `trio-agent demo {name}` to play it again."
+        )
     return True
 
 
@@ -501,10 +675,28 @@ def print_kept(kept: Sequence[Kept], root: Path, out: TextIO, width: int) -> Non
         out.write(text + "\n")
 
 
+class ScenarioStopped(DemoError):
+    """A scenario could not go on: what happened, where, and how to go on (one line)."""
+
+
+def _demo_error(exc: BaseException) -> DemoError | None:
+    """The :class:`DemoError` in ``exc``, taking exception groups apart (trio wraps a task's
+    exception in one); ``None`` if there is none."""
+    if isinstance(exc, DemoError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _demo_error(sub)
+            if found is not None:
+                return found
+    return None
+
+
 def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     color = out.isatty() and "NO_COLOR" not in os.environ
     width = terminal_width(out, getattr(args, "width", None))
+    height = terminal_height(out) if args.step else None
     keep: Path | None = None
     if getattr(args, "keep", None) is not None:
         keep = Path(args.keep).resolve()
@@ -513,6 +705,11 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except OSError as exc:
             print(f"trio-agent demo: --keep {args.keep}: {exc.strerror or exc}", file=err)
             return 2
+    try:
+        pace_from_env()
+    except DemoError as exc:
+        print(f"trio-agent demo: {exc}", file=err)
+        return 2
     kept: list[Kept] = []
     interrupted = False
 
@@ -532,17 +729,27 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
                 nursery.start_soon(watch)
                 await play(
-                    names, out, step=args.step, color=color, width=width, keep=keep, kept=kept
+                    names,
+                    out,
+                    step=args.step,
+                    color=color,
+                    width=width,
+                    keep=keep,
+                    kept=kept,
+                    height=height,
                 )
                 nursery.cancel_scope.cancel()
 
     try:
         trio.run(main)
-    except DemoError as exc:
+    except BaseException as exc:
+        failure = _demo_error(exc)
+        if failure is None:
+            raise
         if keep is not None:
             print_kept(kept, keep, out, width)
         out.flush()
-        print(f"trio-agent demo: {exc}", file=err)
+        print(f"trio-agent demo: {failure}", file=err)
         return 1
     if interrupted:
         out.write("\ninterrupted; every worker and tool process was stopped.\n")
