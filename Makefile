@@ -31,10 +31,15 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts
 	$(VENV)/bin/mypy --strict trio_agent
 
+# The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
+# worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
+# `python -m trio_agent` a test starts would otherwise compile the package from source again.
+TEST_WORKERS ?= auto
 test: lint
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m compileall -q trio_agent
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
 demo: $(RUN_STAMP)
 	$(VENV)/bin/trio-agent demo all
@@ -56,7 +61,9 @@ bench-big: $(STAMP)
 torture: $(STAMP)
 	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
+# make test runs the harness on a fixed seed; fuzz explores with a fresh one (printed at the end).
 fuzz: $(STAMP)
+	TRIO_AGENT_HARNESS_SEED=$${TRIO_AGENT_HARNESS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	TRIO_AGENT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 clean:
