@@ -9,7 +9,7 @@ STAMP     := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PIP       := PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: test lint demo bench bench-big torture fuzz serve screenshot clean
+.PHONY: test test-fast lint demo bench bench-big torture fuzz serve screenshot clean
 
 define make_venv
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
@@ -31,11 +31,30 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts
 	$(VENV)/bin/mypy --strict trio_agent
 
+# The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
+# worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
+# `python -m trio_agent` a test starts would otherwise compile the package from source again.
+TEST_WORKERS ?= auto
 test: lint check-wheel
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m compileall -q trio_agent
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+
+# The quick tier, no lint: every test but the few long ones (the harness's searches for
+# planted bugs and its command-line runs that shrink through a subprocess, the in-process and
+# subprocess machines' budgets, the browser, every vector through our CLI). make test runs all.
+FAST_SKIP := --ignore=tests/harness/test_planted_bugs.py --ignore=tests/harness/test_command.py \
+	--ignore=tests/demo/test_demo_browser.py \
+	--deselect tests/test_conform.py::test_our_cli_passes_every_vector \
+	--deselect tests/harness/test_machine.py::test_the_runtime_keeps_its_promises_under_the_machine \
+	--deselect tests/harness/test_pipe.py::test_the_machine_drives_the_runtime_through_the_subprocess_adapter
+test-fast: $(STAMP)
+	bash scripts/ensure-bwrap.sh
+	bash scripts/ensure-postgres.sh >/dev/null
+	$(PY) -m compileall -q trio_agent
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal $(FAST_SKIP)
 
 # The sdist and wheel, installed in a fresh venv outside the checkout (scripts/check-wheel.sh).
 .PHONY: check-wheel
@@ -62,7 +81,9 @@ bench-big: $(STAMP)
 torture: $(STAMP)
 	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
+# make test runs the harness on a fixed seed; fuzz explores with a fresh one (printed at the end).
 fuzz: $(STAMP)
+	TRIO_AGENT_HARNESS_SEED=$${TRIO_AGENT_HARNESS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 	TRIO_AGENT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 clean:

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 import attrs
 import orjson
 
-from . import clijson, conform
-from .clijson import CheckResult, ShowEvent, ShowHeader, ShowTornTail, ShowViolation, TornTailJson
+from . import conform
 from .dsn import is_dsn, redact
 from .filekind import file_kind
 from .log import (
@@ -50,10 +49,10 @@ from .log import (
     repair_closers,
     scan_lines,
 )
-from .log.render import render_timeline
 from .testing import command as harness_command
 
 if TYPE_CHECKING:
+    from .clijson import CheckResult, TornTailJson
     from .store.postgres import StoredLog
 
 OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
@@ -382,13 +381,22 @@ def plural(n: int, word: str) -> str:
 # -- commands -----------------------------------------------------------------------------
 
 
+# The JSON records (``clijson``, which loads cattrs) and the timeline renderer are imported
+# where they are used: ``check``/``repair``/``fold``/``truncate`` without ``--json`` load
+# neither, which keeps the start-up of a file command (one process per conformance case) short.
+
+
 def _tail_json(scan: LineScan) -> TornTailJson | None:
+    from .clijson import TornTailJson
+
     t = scan.tail
     return None if t is None else TornTailJson(t.line, t.size, t.reason)
 
 
 def _failed_json(path: str, exc: CliError) -> CheckResult:
     """``check --json`` for a FILE that could not be checked (or broke a rule)."""
+    from .clijson import CheckResult
+
     return CheckResult(
         path=path,
         ok=False,
@@ -405,6 +413,22 @@ def _failed_json(path: str, exc: CliError) -> CheckResult:
     )
 
 
+def _checked_json(path: str, scan: LineScan, live: bool) -> CheckResult:
+    """``check --json`` for a FILE that passed the check."""
+    from .clijson import CheckResult
+
+    return CheckResult(
+        path=path,
+        ok=True,
+        exit=OK,
+        events=scan.count,
+        turns=scan.checker.last_turn,
+        open_turn=scan.checker.open_turn,
+        torn_tail=_tail_json(scan),
+        live=live,
+    )
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Check each FILE; with ``--json`` also one :class:`CheckResult` per FILE on stdout
     (the stderr lines and the exit code are the same either way)."""
@@ -416,7 +440,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(exc, file=err)
             worst = max(worst, exc.code)
             if args.json:
-                out.write(clijson.dumps(_failed_json(path, exc)) + "\n")
+                _json_line(out, _failed_json(path, exc))
             continue
         _note_tail(path, scan, err)
         if live is not None:
@@ -426,24 +450,15 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 file=err,
             )
         turn = scan.checker.open_turn
-        result = CheckResult(
-            path=path,
-            ok=True,
-            exit=OK,
-            events=scan.count,
-            turns=scan.checker.last_turn,
-            open_turn=turn,
-            torn_tail=_tail_json(scan),
-            live=live is not None,
-        )
         if turn is not None and args.balanced:
             line = scan.count + 2  # where its turn/end would go (spec/cli.md)
             what = f"turn {turn} is open (--balanced requires every turn ended)"
             print(f"{path}:{line}: {what}", file=err)
             worst = max(worst, BROKEN)
             if args.json:
+                result = _checked_json(path, scan, live is not None)
                 result = attrs.evolve(result, ok=False, exit=BROKEN, line=line, message=what)
-                out.write(clijson.dumps(result) + "\n")
+                _json_line(out, result)
             continue
         if turn is not None and live is None:
             print(
@@ -451,7 +466,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 file=err,
             )
         if args.json:
-            out.write(clijson.dumps(result) + "\n")
+            _json_line(out, _checked_json(path, scan, live is not None))
         else:
             events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
             print(f"{path}: ok ({events}, {turns})", file=out)
@@ -527,6 +542,8 @@ def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _json_line(out: TextIO, record: object) -> None:
+    from . import clijson
+
     out.write(clijson.dumps(record) + "\n")
 
 
@@ -545,11 +562,15 @@ def _show_events(
 ) -> None:
     """The body of ``show``: the timeline, or with ``json`` its JSON Lines (spec/cli.md)."""
     if not json:
+        from .log.render import render_timeline
+
         for line in render_timeline(
             header, events, closers, tail, color=color, count=count, full=full
         ):
             out.write(line + "\n")
         return
+    from .clijson import ShowEvent, ShowHeader, ShowTornTail
+
     _json_line(
         out, ShowHeader(session=header.id, created_at=header.created_at, events=count, live=live)
     )
@@ -593,6 +614,8 @@ def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 raise exc from None
             what = exc.what if exc.what is not None else str(exc)
             if args.json:
+                from .clijson import ShowViolation
+
                 text = raw.decode("utf-8", "replace")
                 violation = ShowViolation(
                     line=exc.line,

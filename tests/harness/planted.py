@@ -220,10 +220,6 @@ def _plant_latch_forgotten(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(RunState, "take_latch", _take_latch_forgetting_it)
 
 
-#: bug name -> the rules of the shrunk counterexample the machine found (for the summary).
-FOUND: dict[str, list[str]] = {}
-
-
 # -- 11: the adapter misreads keep_inbox, and journals what it understood ------------------------
 
 

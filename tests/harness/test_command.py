@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import cli
-from support.polling import HANG_GUARD
+from support.polling import HANG_GUARD, until_sync
 from support.proc import in_group
 
 from trio_agent.testing.pipe import PipeAdapter
@@ -99,35 +99,49 @@ def test_a_crash_kills_a_wrapped_runtime_whole(tmp_path: Path) -> None:
         adapter.close()
 
 
+#: The first line of the two hanging "runtimes" below: it says, by creating the file named
+#: by its first argument, that it has started and is about to read its requests.
+READY = "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()\n"
+
 #: A "runtime" that reports a crash trap firing and then hangs with stdout open: what a
 #: shell wrapper around a self-killing runtime looks like from the driver.
-SWALLOWED_CRASH = r"""
+SWALLOWED_CRASH = (
+    READY
+    + r"""
 import sys, time
 for line in sys.stdin:
     sys.stdout.write('{"journal":{"k":"fire","point":"step/start:after","action":{"kind":"crash","after_write":false},"events":3}}\n')
     sys.stdout.flush()
     time.sleep(3600)
 """
+)
+
+#: How long the driver waits for a line here. The runtime is started and seen ready before the
+#: request, so this spans only its answer (one line read, one written), never its start-up.
+NO_REPLY = 2
 
 
 @pytest.mark.parametrize(
     ("script", "says"),
     [
         (SWALLOWED_CRASH, "a wrapper (bash -c, a pipe through tee, npm) still holds stdout"),
-        ("import time; time.sleep(3600)", "it wrote nothing at all"),
+        (READY + "import time; time.sleep(3600)", "it wrote nothing at all"),
     ],
 )
 def test_no_reply_says_what_probably_happened(tmp_path: Path, script: str, says: str) -> None:
     # The timeout only turns these real hangs into the error under test.
     port = tmp_path / "port.py"
     port.write_text(script)
-    adapter = PipeAdapter([PY, str(port)], timeout=15)
+    ready = tmp_path / "ready"
+    adapter = PipeAdapter([PY, str(port), str(ready)], timeout=NO_REPLY)
     try:
+        adapter._spawn()  # what the request would do first; here before the clock starts
+        until_sync(ready.exists)
         with pytest.raises(AdapterError) as info:
             adapter.request({"op": "hello"})
     finally:
         adapter.close()
-    assert "no reply to 'hello' within 15s" in str(info.value)
+    assert f"no reply to 'hello' within {NO_REPLY}s" in str(info.value)
     assert says in str(info.value)
 
 

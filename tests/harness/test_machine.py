@@ -8,7 +8,7 @@ at the end of the session; ``TRIO_AGENT_HARNESS_SEED`` reproduces a run.
 from __future__ import annotations
 
 import pytest
-from harness_settings import EXAMPLES, FUZZ_EXAMPLES, run_machine
+from support.harness_settings import EXAMPLES, FUZZ_EXAMPLES, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for

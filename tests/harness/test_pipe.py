@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_settings import PIPE_EXAMPLES, run_machine
+from support.harness_settings import PIPE_EXAMPLES, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from harness_settings import PLANTED_SEED, run_machine
-from planted import BUGS, FOUND, Bug
+from planted import BUGS, Bug
+from support.harness_report import FOUND
+from support.harness_settings import PLANTED_SEED, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for

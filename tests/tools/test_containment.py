@@ -260,10 +260,13 @@ def unprivileged() -> Iterator[tuple[str, str, dict[str, str]]]:
     try:
         pwd.getpwnam(USER)
     except KeyError:
+        # Another test worker may be adding it at the same moment: whoever wins, it exists.
         subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER],
-            check=True,
+            check=False,
+            capture_output=True,
         )
+        pwd.getpwnam(USER)
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     # The venv's interpreter may live where another user cannot go (under /root); a system
     # interpreter of the same version runs the same packages from the venv's site-packages.

@@ -24,8 +24,16 @@ from __future__ import annotations
 import os
 import select
 import signal
+import sys
 import time
 from typing import Any, NoReturn
+
+# ``trio.testing`` imports pytest (and with it pluggy and pygments) whenever pytest is
+# installed, for ``RaisesGroup``, which this server never uses; it falls back to its own code
+# when the import fails. Run as a program, this server is started once per harness example:
+# refuse it that import (only when nothing in this process has imported pytest already).
+if __name__ == "__main__":
+    sys.modules.setdefault("pytest", None)  # type: ignore[arg-type]
 
 import orjson
 import trio

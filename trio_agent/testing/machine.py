@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -564,8 +564,12 @@ def machine_for(
 def machine_settings(*, examples: int, steps: int) -> settings:
     """The settings of every machine run, the tests' and ``trio-agent harness``'s: a fixed
     budget of examples and steps, no deadline, no example database (a run is reproduced from
-    its seed alone), the first bug only, no health checks (the data is the plan itself)."""
+    its seed alone), the first bug only, no health checks (the data is the plan itself), and
+    no ``explain`` phase: after shrinking, Hypothesis would replay the shrunk example many
+    times more only to annotate the exception with which of its parts could vary, which no
+    report here prints (the shrunk rules and the wire traffic are the report)."""
     return settings(
+        phases=[phase for phase in Phase if phase is not Phase.explain],
         max_examples=examples,
         stateful_step_count=steps,
         deadline=None,

@@ -1,15 +1,49 @@
-"""Prints the harness figures of the session: the seed, and per profile the examples run and
-the crash and cancel points covered (the lead collects these for CI)."""
+"""A pytest plugin (loaded by ``tests/conftest.py``) that prints the harness figures of the
+session: the seed, and per profile the examples run and the crash and cancel points covered
+(the lead collects these for CI), and the shrunk counterexample of each planted bug.
+
+Under pytest-xdist (``make test`` runs the suite on several workers) each worker counts its
+own examples; it hands its counts to the controller at its end (``workeroutput``), and the
+controller adds them up before it prints the figures. It lives here, not in a conftest of
+``tests/harness``, because the xdist controller collects nothing and so never loads one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness_settings import SEED
-from planted import FOUND
+import pytest
 
+from support.harness_settings import SEED
 from trio_agent.testing.machine import COVERAGE, EXAMPLES
 from trio_agent.testing.protocol import POINTS
+
+#: bug name -> the rules of the shrunk counterexample the machine found (tests/harness/planted.py).
+FOUND: dict[str, list[str]] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: hand this worker's figures to the controller."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["harness"] = {
+            "examples": sorted(EXAMPLES.items()),
+            "coverage": sorted([p, label, n] for (p, label), n in COVERAGE.items()),
+            "found": sorted(FOUND.items()),
+        }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """On the xdist controller: add a finished worker's figures to this process's."""
+    got = getattr(node, "workeroutput", {}).get("harness")
+    if got is None:
+        return
+    for profile, count in got["examples"]:
+        EXAMPLES[profile] += count
+    for profile, label, count in got["coverage"]:
+        COVERAGE[(profile, label)] += count
+    for name, rules in got["found"]:
+        FOUND[name] = list(rules)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
