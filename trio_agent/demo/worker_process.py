@@ -187,6 +187,9 @@ class Group:
     was_orphaned: bool = False
     #: As ``tool/spawned`` recorded it (spec/tools.md §10); an older log's is the group's.
     containment: str = "process-group"
+    #: Under ``pid-namespace``: the namespace's init and inode, once seen; its processes are
+    #: the call's even after the bwrap that made it is gone.
+    namespace: tuple[int, int] | None = None
 
     @classmethod
     def from_spawned(cls, event: Event) -> Group:
@@ -201,7 +204,10 @@ class Group:
     def refresh(self, *, worker_alive: bool) -> bool:
         """Look the group up in ``/proc`` again; a group alive while no worker runs is
         orphaned (and stays marked so). True if anything changed."""
-        pids = group_alive(self.pgid, self.identity, self.containment)
+        if self.containment == "pid-namespace":
+            pids, self.namespace = namespace_alive(self.pgid, self.identity, self.namespace)
+        else:
+            pids = group_alive(self.pgid, self.identity)
         members = [f"{pid} {comm(pid)}" for pid in pids]
         alive = bool(pids)
         orphaned = alive and not worker_alive
@@ -235,23 +241,31 @@ def comm(pid: int) -> str:
         return "?"
 
 
-def group_alive(pgid: int, identity: str, containment: str = "process-group") -> list[int]:
-    """Live processes of a tool call, if ``pgid`` still leads what the log names: its process
-    group, or, under ``pid-namespace`` containment, the leader and every process of the PID
-    namespace it holds (spec/tools.md §10)."""
+def group_alive(pgid: int, identity: str) -> list[int]:
+    """Live members of a tool's process group, if it is still the group the log names."""
     current = process_identity(pgid)
     if current is not None and current != leader_identity(identity):
         return []  # the pid now belongs to someone else: our group is long gone
-    members = group_members(pgid)
-    if containment != "pid-namespace" or not members:
-        return members
-    # The command's processes, not the containment's: bwrap (pgid) and its init hold the
-    # namespace and die with it. Until the namespace exists, the leader stands for it.
-    init = namespace_init(pgid)
-    inode = None if init is None else pid_namespace(init)
-    if init is None or inode is None:
-        return members
-    return namespace_members(inode, init=init) or members
+    return group_members(pgid)
+
+
+def namespace_alive(
+    pgid: int, identity: str, namespace: tuple[int, int] | None
+) -> tuple[list[int], tuple[int, int] | None]:
+    """Live processes of a call contained in a PID namespace (spec/tools.md §10), and the
+    namespace's ``(init, inode)``: the command's processes, not the containment's (bwrap,
+    ``pgid``, and its init hold the namespace and die with it). The namespace is learnt from
+    the leader while it lives and kept, so its processes are seen even after the leader is
+    gone; until the namespace exists, the leader stands for it."""
+    leader = group_alive(pgid, identity)
+    if namespace is None and leader:
+        init = namespace_init(pgid)
+        inode = None if init is None else pid_namespace(init)
+        namespace = None if init is None or inode is None else (init, inode)
+    if namespace is None:
+        return leader, None
+    init, inode = namespace
+    return namespace_members(inode, init=init) or leader, namespace
 
 
 def processes_under(directory: Path) -> list[int]:
