@@ -187,10 +187,14 @@ async def test_kill_scenario_completes_the_crashed_turn(
         e.seq for e in closers
     }
 
-    # Under the fallback the orphaned group was alive after the kill; in a namespace it died
-    # with the worker. Either way it is gone after the restart.
+    # Under the fallback the orphaned group was alive after the kill (the kill step waited to
+    # see it work on). In a namespace it dies with the worker; a poll in the instant between
+    # the worker's death and the kernel's teardown may see it orphaned, so that flag is not
+    # the verdict there. Either way it is gone after the restart.
     group = snap["runtime"]["groups"][0]
-    assert group["wasOrphaned"] is (containment == "process-group") and not group["alive"]
+    assert not group["alive"]
+    if containment == "process-group":
+        assert group["wasOrphaned"]
     assert in_group(spawned.data["pgid"]) == []
 
     # Every byte written before the crash is still there, and a later turn completes.
