@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from trio_agent.procs.census import group_members
-from trio_agent.procs.containment import namespace_refusal
+from trio_agent.procs.census import group_members, namespace_init, namespace_members, pid_namespace
+from trio_agent.procs.containment import ContainmentPolicy, namespace_refusal
 from trio_agent.tools.run_group import ProcessOptions, run_group
 
 RUNS = 200
@@ -49,73 +49,28 @@ async def _kill_one_child() -> float:
     return time.perf_counter() - start
 
 
-def _in_namespace(inode: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat(f"/proc/{name}/ns/pid").st_ino == inode:
-                    with open(f"/proc/{name}/stat", "rb") as f:
-                        if f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X"):
-                            found.append(int(name))
-            except OSError:
-                continue
-    return found
-
-
-def _namespace_below(pid: int) -> int | None:
-    ours = os.stat("/proc/self/ns/pid").st_ino
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            children = f.read().split()
-    except OSError:
-        return None
-    for child in children:
-        try:
-            inode = os.stat(f"/proc/{child}/ns/pid").st_ino
-        except OSError:
-            continue
-        if inode != ours:
-            return inode
-    return None
+def _namespace_of(pgid: int) -> int | None:
+    """The inode of the PID namespace that bwrap ``pgid`` made, once it exists."""
+    init = namespace_init(pgid)
+    return None if init is None else pid_namespace(init)
 
 
 async def _cancel_namespace(argv: list[str], grace: float) -> float:
-    """One run in a PID namespace: the seconds from cancel() to the end of the cancelled
-    run_group call (bwrap's init, bash and two sleeps: four processes in the namespace)."""
-    pgids: list[int] = []
+    """One run in a PID namespace (bash and two sleeps beside bwrap's init)."""
     found: list[int] = []
-    scope = trio.CancelScope()
-    finished = trio.Event()
 
-    async def tool() -> None:
-        with scope:
-            await run_group(
-                argv, on_spawned=lambda s: pgids.append(s.pgid), on_output=lambda s, t: None,
-                options=ProcessOptions(grace=grace, containment="required"),
-            )  # fmt: skip
-        finished.set()
-
-    def ready() -> bool:
-        if not pgids:
-            return False
+    def ready(pgid: int) -> bool:
         if not found:
-            inode = _namespace_below(pgids[0])
+            inode = _namespace_of(pgid)
             if inode is None:
                 return False
             found.append(inode)
-        return len(_in_namespace(found[0])) == 4
+        return len(namespace_members(found[0], init=0)) == 4  # the init counts here
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tool)
-        await _until(ready)
-        start = time.perf_counter()
-        scope.cancel()
-        await finished.wait()
-        elapsed = time.perf_counter() - start
-    if _in_namespace(found[0]):
-        raise AssertionError(f"namespace {found[0]} still has processes after cancel returned")
-    return elapsed
+    def left(_pgid: int) -> list[int]:
+        return namespace_members(found[0], init=0)
+
+    return await _timed_cancel(argv, grace, "required", ready, left)
 
 
 async def _spawn_true(containment: str) -> float:
@@ -136,7 +91,23 @@ async def _bare_true() -> float:
 
 
 async def _cancel_group(argv: list[str], grace: float) -> float:
-    """One run: the seconds from cancel() to the end of the cancelled run_group call."""
+    """One run as a process group (bash and two sleeps)."""
+
+    def ready(pgid: int) -> bool:
+        return len(group_members(pgid)) == 3
+
+    return await _timed_cancel(argv, grace, "process-group", ready, group_members)
+
+
+async def _timed_cancel(
+    argv: list[str],
+    grace: float,
+    containment: ContainmentPolicy,
+    ready: Callable[[int], bool],
+    left: Callable[[int], list[int]],
+) -> float:
+    """One run: start ``argv``, wait until ``ready(pgid)``, then the seconds from cancel() to
+    the end of the cancelled run_group call; ``left(pgid)`` must then find nothing."""
     pgids: list[int] = []
     scope = trio.CancelScope()
     finished = trio.Event()
@@ -145,19 +116,19 @@ async def _cancel_group(argv: list[str], grace: float) -> float:
         with scope:
             await run_group(
                 argv, on_spawned=lambda s: pgids.append(s.pgid), on_output=lambda s, t: None,
-                options=ProcessOptions(grace=grace, containment="process-group"),
+                options=ProcessOptions(grace=grace, containment=containment),
             )  # fmt: skip
         finished.set()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tool)
-        await _until(lambda: bool(pgids) and len(group_members(pgids[0])) == 3)
+        await _until(lambda: bool(pgids) and ready(pgids[0]))
         start = time.perf_counter()
         scope.cancel()
         await finished.wait()
         elapsed = time.perf_counter() - start
-    if group_members(pgids[0]):
-        raise AssertionError(f"group {pgids[0]} still has members after cancel returned")
+    if left(pgids[0]):
+        raise AssertionError(f"call {pgids[0]} still has processes after cancel returned")
     return elapsed
 
 

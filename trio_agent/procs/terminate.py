@@ -202,9 +202,7 @@ async def terminate_group(
     sig: int | None = None
     if leader is not None:
         # Reaping frees the pgid, so it comes strictly after the last signal above.
-        with trio.move_on_after(kill_wait):
-            status = await leader.wait()
-            code, sig = (status, None) if status >= 0 else (None, -status)
+        code, sig = await _reap(leader, kill_wait)
     return TerminationReport(
         pgid=pgid,
         term_sent=term_sent,
@@ -215,6 +213,15 @@ async def terminate_group(
         leader_exit_signal=sig,
         escapees=tuple(sorted(escaped - seen)),
     )
+
+
+async def _reap(leader: Leader, kill_wait: float) -> tuple[int | None, int | None]:
+    """Reap ``leader`` within ``kill_wait``: its ``(exit code, signal)``, one of them set, or
+    ``(None, None)`` if it could not be reaped in time."""
+    with trio.move_on_after(kill_wait):
+        status = await leader.wait()
+        return (status, None) if status >= 0 else (None, -status)
+    return None, None
 
 
 async def kill_marked(
@@ -383,11 +390,7 @@ async def terminate_namespace(
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(namespace.init_fd, signal.SIGKILL)
     gone = await _wait_fd(namespace.init_fd, trio.current_time() + kill_wait)
-    code: int | None = None
-    sig_: int | None = None
-    with trio.move_on_after(kill_wait):
-        status = await leader.wait()
-        code, sig_ = (status, None) if status >= 0 else (None, -status)
+    code, sig_ = await _reap(leader, kill_wait)
     return TerminationReport(
         pgid=pgid,
         term_sent=term_sent,
