@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import logging
 import math
 import os
 import signal
 import stat
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -311,7 +312,8 @@ class _DurablePrinter:
     screen is a line that survives a kill -9 (an event only appended may still be lost).
 
     The observer only queues; a task waits for the disk (``Session.flush``) and prints. A
-    closed stdout (``| head``) raises out of :meth:`run`, which ends the run (exit 141).
+    closed stdout (``| head``) raises out of :meth:`run`, which ends the run (exit 141); a
+    write that fails (a full disk) ends it too, through ``stop``.
     """
 
     def __init__(self, session: Session, out: TextIO, err: TextIO, *, chat: bool = False) -> None:
@@ -321,7 +323,9 @@ class _DurablePrinter:
         #: With a real model: the answer as plain text, the tools' events as lines.
         self._chat = chat
         self._mid_line = False  # streamed text not yet ended by a newline
-        self._warned = False  # a write failure was reported
+        #: The first write failure: the run stops at it (``stop``) and reports it in one line.
+        self.write_failure: WriteFailed | None = None
+        self.stop: Callable[[], None] = lambda: None
         self._pending: collections.deque[Event] = collections.deque()
         self._wake, self._woken = trio.open_memory_channel[None](math.inf)
 
@@ -363,11 +367,12 @@ class _DurablePrinter:
                 continue
             try:
                 await self._session.flush()  # all appended so far, and meanwhile, are durable
-            except WriteFailed as exc:  # the events stay queued; the next append retries
-                if not self._warned:  # once: a full disk would otherwise say it every event
-                    print(f"(not durable yet: {exc})", file=self._err)
-                    self._warned = True
-                continue
+            except WriteFailed as exc:
+                # Nothing typed from now on could be made durable: the run stops, and its
+                # last line says why (spec/cli.md, exit 2), once.
+                self.write_failure = exc
+                self.stop()
+                return
             except SessionFenced:  # another owner has the session: nothing more is durable
                 self._pending.clear()
                 return
@@ -517,6 +522,7 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
     store = _make_store(args)
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:
         async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(_logs_in_one_line(err))
             await _enter(stack, store)
             if isinstance(store, JsonlStore):
                 session = await _open_or_create(store, args.session, err)
@@ -549,6 +555,7 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                     await session.aclose()
                 except (SessionFenced, WriteFailed) as exc:
                     lost = lost or exc
+            lost = lost or printer.write_failure
             if isinstance(lost, WriteFailed):  # a full disk: one line, not an internal error
                 cause = lost.__cause__
                 reason = cause.strerror if isinstance(cause, OSError) else None
@@ -569,6 +576,36 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
     return exit_code
 
 
+@contextlib.contextmanager
+def _logs_in_one_line(err: TextIO) -> Iterator[None]:
+    """While ``run`` runs, the library's log records print as one line each, never with a
+    traceback; the writer's "write failed" warning is left out, as the run's last line says
+    it (spec/cli.md)."""
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(_OneLine())
+    handler.addFilter(lambda record: record.name != "trio_agent.store.writer")
+    logger = logging.getLogger("trio_agent")
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _OneLine(logging.Formatter):
+    """``trio-agent run: `` and the record's message; of its exception only the type and
+    text; all on one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line = f"{line}: {type(exc).__name__}: {exc}"
+        return "trio-agent run: " + " ".join(line.split())
+
+
 def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
     """The runtime-event listener of ``run``: one line per cancel, failure and agent error;
     losing the session to another owner (``SessionFenced``) ends the run (``stop``)."""
@@ -581,6 +618,8 @@ def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
             print(f"(turn {ev.outcome.turn} failed: {error['code']}: {error['message']})", file=err)
         elif isinstance(ev, TurnPrevented):
             print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
+        elif isinstance(ev, AgentError) and isinstance(ev.exception, WriteFailed):
+            stop.cancel()  # a full disk: the run's last line reports it, once
         elif isinstance(ev, AgentError):
             print(f"({ev.message})", file=err)
             if isinstance(ev.exception, SessionFenced):
@@ -606,6 +645,7 @@ async def _run_agent(
         trio.open_nursery() as nursery,
     ):
         agent.subscribe(_reporter(err, nursery.cancel_scope))
+        printer.stop = nursery.cancel_scope.cancel
         nursery.start_soon(printer.run)
         lines_send, lines = trio.open_memory_channel[str](0)
         nursery.start_soon(_read_lines, lines_send)

@@ -174,7 +174,9 @@ def test_a_full_disk_is_one_line_and_exit_2(tmp_path: Path) -> None:
     no_traceback(done)
     assert done.returncode == 2, done.stderr
     assert "internal error" not in done.stderr
-    last = done.stderr.splitlines()[-1]
+    *before, last = done.stderr.splitlines()
     log = tmp_path / "sessions" / "default" / "session.jsonl"
     assert last.startswith(f"{log}: cannot write the session log (")
     assert "this run stopped" in last and "the next open repairs" in last
+    # Said once: no store warning, no "(not durable yet)", no agent error before it.
+    assert not [line for line in before if "too large" in line or "failed" in line], before

@@ -41,7 +41,9 @@ __all__ = [
     "Writer",
 ]
 
-_log = logging.getLogger("trio_agent.store")
+#: A child of ``trio_agent.store``: a caller that reports write failures itself (``run``)
+#: can leave out this one warning and keep the rest of the store's log.
+_log = logging.getLogger("trio_agent.store.writer")
 
 #: Default batching window, in seconds.
 DEFAULT_WINDOW: Final = 0.020
