@@ -9,7 +9,6 @@ which closes the response and the connection.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -17,9 +16,8 @@ from typing import Any
 import attrs
 
 from .anthropic_wire import StreamAssembler, request_body
-from .base import ModelError, ModelRequest, StepContext
-from .http import Limits, error_finish, post_events, where
-from .sse import SSEDecoder
+from .base import ModelRequest, StepContext
+from .http import Limits, stream_answer
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicModel"]
 
@@ -73,16 +71,7 @@ class AnthropicModel:
         return f"{self.base_url}/messages"
 
     def stream(self, request: ModelRequest, ctx: StepContext) -> AsyncIterator[Mapping[str, Any]]:
-        return self._stream(request, f"call-{ctx.turn}-{ctx.step}")
-
-    async def _stream(self, request: ModelRequest, id_prefix: str) -> AsyncIterator[dict[str, Any]]:
-        url = self.url
-        limits = self.limits
-        if request.step > limits.steps:
-            yield error_finish(
-                "LIMIT", f"{url}: more than {limits.steps} model calls in one turn (Limits.steps)"
-            )
-            return
+        """One model call: the chunks of ``POST /messages`` (spec/models.md §AnthropicModel)."""
         body = request_body(
             request,
             self.model,
@@ -90,24 +79,9 @@ class AnthropicModel:
             tool_choice=self._tool_choice,
             extra_body=self._extra_body,
         )
-        assembler = StreamAssembler(id_prefix, max_tool_calls=limits.tool_calls)
-        decoder = SSEDecoder(max_line=limits.line, max_event=limits.event)
-        try:
-            events = post_events(url, body, self._headers, limits, decoder)
-            async with contextlib.aclosing(events):
-                async for sse in events:
-                    for chunk in assembler.feed(sse.event, sse.data):
-                        yield chunk
-                    if assembler.done:
-                        return
-            for chunk in assembler.end():
-                yield chunk
-        except ModelError as exc:
-            if assembler.finished and not assembler.done and exc.code in _AFTER_FINISH:
-                yield {"type": "finish", "reason": assembler.finish_reason}
-                return
-            yield error_finish(exc.code, where(exc, url, decoder))
-
-
-#: Failures that, after the stop reason arrived, lose nothing of the answer.
-_AFTER_FINISH = frozenset({"CONNECTION", "TIMEOUT", "INCOMPLETE", "BAD_STREAM"})
+        assembler = StreamAssembler(
+            f"call-{ctx.turn}-{ctx.step}", max_tool_calls=self.limits.tool_calls
+        )
+        return stream_answer(
+            self.url, body, self._headers, self.limits, assembler, step=request.step
+        )

@@ -20,6 +20,7 @@ import orjson
 from ..boundary import errors, strict_converter
 from .base import ModelError, ModelRequest
 from .openai_wire import provider_ids
+from .sse import SSEEvent
 
 __all__ = ["STOP_REASONS", "StreamAssembler", "request_body"]
 
@@ -228,6 +229,10 @@ class StreamAssembler:
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
+
+    def feed_event(self, event: SSEEvent) -> list[dict[str, Any]]:
+        """The chunks of one server-sent event, by its name and data."""
+        return self.feed(event.event, event.data)
 
     def feed(self, name: str, data: str) -> list[dict[str, Any]]:
         if self.done or name == "ping":

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from collections.abc import AsyncGenerator, Iterator, Mapping
-from typing import Any, Final, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from typing import Any, Final, Protocol, cast
 
 import attrs
 import httpx
@@ -25,7 +25,15 @@ import trio
 from .base import ModelError
 from .sse import SSEDecoder, SSEEvent, TooLarge
 
-__all__ = ["Limits", "error_finish", "list_models", "post_events", "where"]
+__all__ = [
+    "Assembler",
+    "Limits",
+    "error_finish",
+    "list_models",
+    "post_events",
+    "stream_answer",
+    "where",
+]
 
 #: Bytes of a ``GET /models`` answer read at most.
 _MODELS_READ: Final = 1024 * 1024
@@ -90,6 +98,66 @@ def where(exc: ModelError, url: str, decoder: SSEDecoder) -> str:
     if exc.code == "INCOMPLETE":
         return f"{url}: {exc.message} (so far: {decoder.describe()})"
     return f"{url}: {exc.message}"
+
+
+class Assembler(Protocol):
+    """What :func:`stream_answer` asks of a wire module's ``StreamAssembler``."""
+
+    #: The finish reason, once it arrived (its chunk may wait for the end of the body).
+    finish_reason: str | None
+    #: The ``finish`` chunk was given: nothing after it is read.
+    done: bool
+
+    @property
+    def finished(self) -> bool: ...
+
+    def feed_event(self, event: SSEEvent) -> list[dict[str, Any]]: ...
+
+    def end(self) -> list[dict[str, Any]]: ...
+
+
+#: Failures that, after the finish reason arrived, lose nothing of the answer: only the
+#: usage event, the end marker or the close were lost.
+_AFTER_FINISH: Final = frozenset({"CONNECTION", "TIMEOUT", "INCOMPLETE", "BAD_STREAM"})
+
+
+async def stream_answer(
+    url: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    limits: Limits,
+    assembler: Assembler,
+    *,
+    step: int,
+) -> AsyncIterator[dict[str, Any]]:
+    """One model call of an adapter: the chunks ``assembler`` makes of the events of
+    ``POST url``, ending with one ``finish`` chunk whatever happens (spec/models.md §Errors).
+
+    Step ``step`` beyond ``limits.steps`` is refused before anything is sent. Once the
+    ``finish`` chunk is given the response is closed (nothing after it is read); cancelling
+    the caller closes it too, through the generator's ``aclose``.
+    """
+    if step > limits.steps:
+        yield error_finish(
+            "LIMIT", f"{url}: more than {limits.steps} model calls in one turn (Limits.steps)"
+        )
+        return
+    decoder = SSEDecoder(max_line=limits.line, max_event=limits.event)
+    try:
+        events = post_events(url, body, headers, limits, decoder)
+        async with contextlib.aclosing(events):
+            async for sse in events:
+                for chunk in assembler.feed_event(sse):
+                    yield chunk
+                if assembler.done:
+                    return
+        for chunk in assembler.end():
+            yield chunk
+    except ModelError as exc:
+        if assembler.finished and not assembler.done and exc.code in _AFTER_FINISH:
+            yield {"type": "finish", "reason": assembler.finish_reason}
+            return
+        yield error_finish(exc.code, where(exc, url, decoder))
 
 
 class _Inflater:

@@ -15,17 +15,15 @@ the adapter's job (a hook may do it).
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import attrs
 
-from .base import ModelError, ModelRequest, StepContext
-from .http import Limits, error_finish, post_events, where
+from .base import ModelRequest, StepContext
+from .http import Limits, stream_answer
 from .openai_wire import StreamAssembler, request_body
-from .sse import SSEDecoder
 
 __all__ = ["OpenAIChatModel"]
 
@@ -75,16 +73,7 @@ class OpenAIChatModel:
         return f"{self.base_url}/chat/completions"
 
     def stream(self, request: ModelRequest, ctx: StepContext) -> AsyncIterator[Mapping[str, Any]]:
-        return self._stream(request, f"call-{ctx.turn}-{ctx.step}")
-
-    async def _stream(self, request: ModelRequest, id_prefix: str) -> AsyncIterator[dict[str, Any]]:
-        url = self.url
-        limits = self.limits
-        if request.step > limits.steps:
-            yield error_finish(
-                "LIMIT", f"{url}: more than {limits.steps} model calls in one turn (Limits.steps)"
-            )
-            return
+        """One model call: the chunks of ``POST /chat/completions`` (spec/models.md)."""
         body = request_body(
             request,
             self.model,
@@ -93,25 +82,9 @@ class OpenAIChatModel:
             include_usage=self._include_usage,
             extra_body=self._extra_body,
         )
-        assembler = StreamAssembler(id_prefix, max_tool_calls=limits.tool_calls)
-        decoder = SSEDecoder(max_line=limits.line, max_event=limits.event)
-        try:
-            events = post_events(url, body, self._headers, limits, decoder)
-            async with contextlib.aclosing(events):
-                async for sse in events:
-                    for chunk in assembler.feed(sse.data):
-                        yield chunk
-                    if assembler.done:
-                        return  # closing the response: nothing after [DONE] is read
-            for chunk in assembler.end():
-                yield chunk
-        except ModelError as exc:
-            if assembler.finished and not assembler.done and exc.code in _AFTER_FINISH:
-                # The answer was whole; only the usage event or [DONE] was lost.
-                yield {"type": "finish", "reason": assembler.finish_reason}
-                return
-            yield error_finish(exc.code, where(exc, url, decoder))
-
-
-#: Failures that, after the finish reason arrived, lose nothing of the answer.
-_AFTER_FINISH = frozenset({"CONNECTION", "TIMEOUT", "INCOMPLETE", "BAD_STREAM"})
+        assembler = StreamAssembler(
+            f"call-{ctx.turn}-{ctx.step}", max_tool_calls=self.limits.tool_calls
+        )
+        return stream_answer(
+            self.url, body, self._headers, self.limits, assembler, step=request.step
+        )

@@ -19,6 +19,7 @@ import orjson
 
 from ..boundary import errors, strict_converter
 from .base import ModelError, ModelRequest
+from .sse import SSEEvent
 
 __all__ = ["FINISH_REASONS", "StreamAssembler", "provider_ids", "request_body"]
 
@@ -214,6 +215,10 @@ class StreamAssembler:
     @property
     def finished(self) -> bool:
         return self.finish_reason is not None
+
+    def feed_event(self, event: SSEEvent) -> list[dict[str, Any]]:
+        """The chunks of one server-sent event (only its data counts here)."""
+        return self.feed(event.data)
 
     def feed(self, data: str) -> list[dict[str, Any]]:
         if self.done:
