@@ -27,9 +27,9 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(RUN_STAMP) $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check trio_agent tests bench scripts
-	$(VENV)/bin/ruff format --check trio_agent tests bench scripts
-	$(VENV)/bin/mypy --strict trio_agent
+	$(VENV)/bin/ruff check trio_agent tests bench scripts docs/tutorial
+	$(VENV)/bin/ruff format --check trio_agent tests bench scripts docs/tutorial
+	$(VENV)/bin/mypy --strict trio_agent docs/tutorial
 
 # The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
 # worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every

@@ -271,6 +271,7 @@ async def test_browser_steps_every_scenario_at_both_sizes(tmp_path: Path) -> Non
                 if size == "wide":
                     await check_page_basics(page, server)
                     await check_glossary(page)
+                    await check_turn_life(page)
                 for scenario in SCENARIOS:
                     await run_scenario(page, size, scenario, shots)
                 if size == "wide":
@@ -302,6 +303,24 @@ async def check_glossary(page: Page) -> None:
     assert await js(page, "__t.seen(document.querySelector('#glossary dt'))")
     await page.press("Escape")  # Esc closes the glossary first
     await page.wait_for("document.getElementById('glossary').classList.contains('hidden')")
+
+
+async def check_turn_life(page: Page) -> None:
+    """The diagram of a turn's life (the SVG the tutorial shows) opens over the page, is
+    seen, marks Esc and kill -9, and Esc closes it without pressing Esc in the story."""
+    await js(page, "document.getElementById('turnlife-open').click()")
+    await page.wait_for("!document.getElementById('turnlife').classList.contains('hidden')")
+    assert await js(page, "__t.seen(document.querySelector('#turnlife svg'))")
+    width = await js(page, "document.querySelector('#turnlife svg').getBoundingClientRect().width")
+    assert width >= 360, width  # drawn, not collapsed
+    marks = await js(
+        page,
+        "[document.getElementById('turn-life-esc'), document.getElementById('turn-life-kill')]"
+        ".map(g => g && g.textContent.replace(/\\s+/g, ' ').trim())",
+    )
+    assert marks[0].startswith("Esc: cancel(user)") and marks[1].startswith("kill -9"), marks
+    await page.press("Escape")
+    await page.wait_for("document.getElementById('turnlife').classList.contains('hidden')")
 
 
 async def check_auto_play(page: Page) -> None:

@@ -95,7 +95,8 @@ async def test_plain_get_serves_one_self_contained_page(server: ServerProcess) -
     assert "<style>" in page and "<script>" in page
     # No external assets: nothing is loaded from anywhere but the page itself.
     assert re.findall(r'(?:src|href)\s*=\s*"(?!data:)', page) == []
-    assert "@import" not in page and "url(" not in page
+    assert "@import" not in page and re.findall(r"url\((?!#)", page) == []  # url(#id): local
+    assert page.count("<svg") == 1  # the turn's-life diagram, inlined from its own file
     # The scenario buttons are drawn by the script from the server's hello; the rest is static.
     for needle in ("Next ▸", "Auto-play", "↺ Reset", 'id="log"', 'id="runtime"', "data-scenario"):
         assert needle in page

@@ -119,8 +119,17 @@ def connection_cap(max_connections: int, max_runs: int) -> int:
     return max(8, min(max_connections, room))
 
 
+#: Where the page takes the diagram of a turn's life: the one SVG the docs show too.
+DIAGRAM_SLOT = b"<!-- turn-life.svg -->"
+
+
 def page() -> bytes:
-    return resources.files(__package__).joinpath("static/index.html").read_bytes()
+    """The page, with the turn-life diagram inlined at its slot (the page's policy loads
+    nothing from elsewhere, so the SVG travels inside it)."""
+    static = resources.files(__package__).joinpath("static")
+    html = static.joinpath("index.html").read_bytes()
+    svg = static.joinpath("turn-life.svg").read_bytes()
+    return html.replace(DIAGRAM_SLOT, svg, 1)
 
 
 class Replay(trio.abc.Stream):
