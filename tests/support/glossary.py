@@ -8,6 +8,20 @@ from pathlib import Path
 GLOSSARY = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
 
 TERMS = (
+    "Turn",
+    "Step",
+    "Controller",
+    "Cancel scope",
+    "Nursery",
+    "Aborted",
+    "Interrupted",
+    "Orphan",
+    "Live",
+    "Cold",
+    "Crashed",
+    "Fold",
+    "Worker",
+    "Driver",
     "Splice",
     "Claim",
     "next-turn / next-step",
