@@ -9,7 +9,7 @@ STAMP     := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PIP       := PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: test test-fast lint demo bench bench-big torture fuzz serve screenshot clean
+.PHONY: test test-fast lint docs demo bench bench-big torture fuzz serve screenshot clean
 
 define make_venv
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "trio_agent needs Python >= 3.11 (set PYTHON=...)")'
@@ -35,7 +35,7 @@ lint: $(STAMP)
 # worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
 # `python -m trio_agent` a test starts would otherwise compile the package from source again.
 TEST_WORKERS ?= auto
-test: lint check-wheel
+test: lint check-wheel docs
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
@@ -55,6 +55,12 @@ test-fast: $(STAMP)
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m compileall -q trio_agent
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal $(FAST_SKIP)
+
+# The documentation site (docs/conf.py): every page of the tree in Markdown plus the API
+# reference; a warning (a broken link or anchor among them) fails the build.
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -E -q -W --keep-going -c docs -b html . build/docs
+	@echo "the site: build/docs/docs/index.html"
 
 # The sdist and wheel, installed in a fresh venv outside the checkout (scripts/check-wheel.sh).
 .PHONY: check-wheel
