@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trio_agent.log import LogChecker, LogViolation, event_from_json
+from trio_agent.log.checker_fast import feed_fast
 from trio_agent.log.splice import SpliceKind, classify_splice, splice_kind
 
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "spec" / "vectors"
@@ -167,4 +168,4 @@ def test_the_checker_holds_to_i19_exactly_the_splices_the_classifier_calls_claim
         assert claim
     if claim and place != "between steps":
         assert rule == "I19"
-    assert _checker_at(place).feed_fast(copy.deepcopy(obj)) is (rule is None)
+    assert feed_fast(_checker_at(place), copy.deepcopy(obj)) is (rule is None)

@@ -1,6 +1,6 @@
 """The streamed reading of a log: the checker's fast path, ``scan_lines`` and the streamed folds.
 
-The fast path (``LogChecker.feed_fast``) takes every event type. It must accept exactly what
+The fast path (``checker_fast.feed_fast``) takes every event type. It must accept exactly what
 the explanatory path (``event_from_json`` + ``LogChecker.feed``) accepts, leaving the same
 state; whatever it declines must leave the state untouched. The vectors run through it
 already (``scan_log`` is ``scan_lines``); the properties below hold it to that on every vector
@@ -36,12 +36,13 @@ from trio_agent.log import (
     scan_log,
     truncate_open_turn,
 )
+from trio_agent.log.checker_fast import feed_fast
 from trio_agent.log.events import DATA_CLASSES, Header
 from trio_agent.log.rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES
 from trio_agent.testing.loggen import generate_log
 
 logs = st.builds(generate_log, st.integers(0, 2**32), st.integers(1, 6))
-#: The types LogChecker.feed_fast takes: all of them (feed only words the refusals).
+#: The types checker_fast.feed_fast takes: all of them (feed only words the refusals).
 FAST_TYPES = tuple(DATA_CLASSES)
 #: The two it tests inline, which the mutations favour.
 HOT_TYPES = ("assistant/chunk", "tool/output")
@@ -221,7 +222,7 @@ def test_fast_path_accepts_only_what_feed_accepts(events: list[Event], data: st.
     obj = mutations(data.draw, event_to_json(events[index]), events)
     # Through orjson, as the reader does: ints stay ints, floats floats.
     obj = orjson.loads(orjson.dumps(obj))
-    accepted = fast.feed_fast(obj)
+    accepted = feed_fast(fast, obj)
     try:
         slow.feed(event_from_json(obj))
         ok = True
@@ -247,7 +248,7 @@ def test_fast_path_agrees_on_every_line_at_every_position(
         for obj in lines:
             fast, slow = copy.deepcopy(walker), copy.deepcopy(walker)
             moved = orjson.loads(orjson.dumps({**obj, "seq": walker.next_seq}))
-            accepted = fast.feed_fast(moved)
+            accepted = feed_fast(fast, moved)
             try:
                 slow.feed(event_from_json(moved))
                 ok = True
@@ -263,7 +264,7 @@ def test_fast_path_agrees_on_every_line_at_every_position(
 def test_fast_path_takes_every_event_of_a_valid_log(events: list[Event]) -> None:
     checker = LogChecker()
     for event in events:
-        assert checker.feed_fast(orjson.loads(encode_event(event))), event
+        assert feed_fast(checker, orjson.loads(encode_event(event))), event
     assert state(checker) == state(check_events(events))
 
 
@@ -285,7 +286,7 @@ def test_fast_path_agrees_on_every_vector_line(cid: str) -> None:
         except orjson.JSONDecodeError:
             return
         fast, slow = copy.deepcopy(checker), copy.deepcopy(checker)
-        accepted = fast.feed_fast(obj)
+        accepted = feed_fast(fast, obj)
         try:
             slow.feed(event_from_json(obj))
             ok = True
@@ -383,7 +384,7 @@ def _agree(checker: LogChecker, obj: Any) -> None:
     """feed_fast and feed agree on ``obj`` from ``checker``'s state (which stays unchanged)."""
     fast, slow = copy.deepcopy(checker), copy.deepcopy(checker)
     obj = orjson.loads(orjson.dumps(obj))
-    accepted = fast.feed_fast(obj)
+    accepted = feed_fast(fast, obj)
     try:
         slow.feed(event_from_json(obj))
         ok = True

@@ -20,6 +20,7 @@ import attrs
 import orjson
 
 from .checker import LogChecker
+from .checker_fast import feed_fast
 from .codec import decode_event, decode_header, event_from_json
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
 from .events import Event, Header
@@ -90,10 +91,10 @@ def scan_lines(
     Memory is the checker's state plus one line, whatever the log's length.
 
     Each line is parsed once; the two types that dominate long logs, and the step and turn
-    boundaries, are accepted by :meth:`LogChecker.feed_fast` without building an event, and
-    everything else (including every line that breaks a rule) goes through
-    :func:`decode_event` and :meth:`LogChecker.feed`, the explanatory path that words the
-    error.
+    boundaries, are accepted by :func:`~trio_agent.log.checker_fast.feed_fast` without
+    building an event, and everything else (including every line that breaks a rule) goes
+    through :func:`decode_event` and :meth:`LogChecker.feed`, the explanatory path that words
+    the error.
     """
     it = iter(lines)
     first = next(it, b"")
@@ -103,7 +104,7 @@ def scan_lines(
         raise HeaderError("the file is empty (no session header)")
     header = decode_header(first[:-1])
     checker = LogChecker()
-    fast = checker.feed_fast
+    fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
@@ -120,7 +121,7 @@ def scan_lines(
         except decode_error:
             obj = _UNREADABLE
         else:
-            if fast(obj):  # the hot path: most lines of a long log end here
+            if fast(checker, obj):  # the hot path: most lines of a long log end here
                 if sink is not None and (sink_types is None or obj["type"] in sink_types):
                     sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
                 if line_sink is not None:
