@@ -17,6 +17,7 @@ Layers, bottom first:
 * :mod:`trio_agent.runtime` -- the agent: per-turn controllers, typed cancel, the turn loop;
 * :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
 * :mod:`trio_agent.spec_files` -- where the installed ``spec/`` (vectors, schemas) is;
+* :mod:`trio_agent.failures` -- an exception as one line: the leaves of exception groups;
 * the command line (``cli``, ``cli_repair``, ``interactive``, ``clijson``, ``conform``,
   ``dsn``, ``__main__``) on top.
 
@@ -30,13 +31,14 @@ any other import. ``package`` is this module (the public names below)::
     boundary     -
     filekind     -
     spec_files   -
+    failures     -
     procs        log
     store        log filekind procs
     tools        log cancel procs
     models       log cancel boundary
-    runtime      log cancel store tools models
+    runtime      log cancel failures store tools models
     testing      log cancel boundary procs store tools models runtime
-    demo         log cancel boundary procs store tools models runtime
+    demo         log cancel boundary failures procs store tools models runtime
     package      log cancel store tools models runtime
     cli          * (the command line may import any layer and the package)
 

@@ -28,6 +28,7 @@ import orjson
 
 from . import conform
 from .dsn import is_dsn, redact
+from .failures import leaves
 from .filekind import file_kind
 from .log import (
     FOLD_TYPES,
@@ -1182,14 +1183,6 @@ def build_parser() -> argparse.ArgumentParser:
 INTERRUPTED, PIPE_CLOSED, INTERNAL = 130, 141, 70
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups: trio wraps a task's exception, e.g.
-    a ``BrokenPipeError`` from ``print`` inside a nursery."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
 def _silence_stdout() -> None:
     """After the reader closed stdout: point fd 1 at /dev/null, so that the interpreter's
     final flush does not print "Exception ignored ... BrokenPipeError"."""
@@ -1203,22 +1196,22 @@ def _silence_stdout() -> None:
 
 def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
     """Turn whatever escaped a command into one line (or none) and an exit code."""
-    leaves = _leaves(exc)
-    for leaf in leaves:
+    found = leaves(exc)
+    for leaf in found:
         if isinstance(leaf, SystemExit):  # argparse --help / --version
             code = leaf.code
             return code if isinstance(code, int) else (0 if code is None else UNREADABLE)
-    for leaf in leaves:
+    for leaf in found:
         if isinstance(leaf, CliError):
             print(leaf, file=err)
             return leaf.code
-    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in found):
         return INTERRUPTED
-    if all(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+    if all(isinstance(leaf, BrokenPipeError) for leaf in found):
         if out is sys.stdout:
             _silence_stdout()
         return PIPE_CLOSED
-    leaf = next(x for x in leaves if not isinstance(x, BrokenPipeError))
+    leaf = next(x for x in found if not isinstance(x, BrokenPipeError))
     if os.environ.get("TRIO_AGENT_TRACEBACK"):
         import traceback
 

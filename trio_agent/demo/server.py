@@ -63,6 +63,7 @@ import h11
 import trio
 import trio_websocket
 
+from ..failures import leaves
 from .engine import DemoError, Driver, open_run, pace_from_env
 from .messages import (
     BadMessage,
@@ -270,20 +271,14 @@ def _peer(stream: trio.abc.Stream) -> str:
     return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name)
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
 #: What a client going away looks like from our side: not worth a log line.
 _GONE: Final = (trio.BrokenResourceError, trio.ClosedResourceError, trio_websocket.ConnectionClosed)
 
 
 def _one_line(exc: BaseException) -> str:
     """``Type: message`` of the first leaf that is not just the client going away."""
-    leaves = _leaves(exc)
-    leaf = next((e for e in leaves if not isinstance(e, _GONE)), leaves[0])
+    found = leaves(exc)
+    leaf = next((e for e in found if not isinstance(e, _GONE)), found[0])
     text = " ".join(str(leaf).split())
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
@@ -384,7 +379,7 @@ class DemoServer:
         try:
             await self._handle(stream, peer)
         except Exception as exc:  # a handler's failure must never end the server
-            if not all(isinstance(e, _GONE) for e in _leaves(exc)):
+            if not all(isinstance(e, _GONE) for e in leaves(exc)):
                 self.log(f"connection from {peer} failed: {_one_line(exc)}")
         finally:
             self.connections -= 1
@@ -499,7 +494,7 @@ class Client:
 
     def reply(self, message: ServerMessage) -> None:
         """Queue a frame for the sender. The queue, not the send, is bounded: a client that
-        leaves :data:`OUTBOX_SIZE` replies unread is closed (:class:`SlowClient`); no reply is
+        found :data:`OUTBOX_SIZE` replies unread is closed (:class:`SlowClient`); no reply is
         ever dropped while the connection stays open."""
         try:
             self._outbox_send.send_nowait(message)

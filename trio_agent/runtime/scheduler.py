@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ..cancel import ControllerView
+from ..failures import exception_text
 from ..log import build
 from ..log.build import Draft
 from ..tools.base import Stream, Tool, ToolCall, ToolOutcome
@@ -42,7 +43,6 @@ __all__ = [
     "NOT_DURABLE_TEXT",
     "UNKNOWN_TOOL_TEXT",
     "ToolStep",
-    "exception_text",
 ]
 
 #: Result texts (the ``content`` the model reads). ``{name}`` is the tool's name.
@@ -68,12 +68,6 @@ LOST_TEXT: Final = "The {name} call ended without reporting a result (internal f
 _TOOL_OUTCOME_CODES: Final = frozenset({"TOOL_FAILED", "ABORTED"})
 
 Append = Callable[[str, Mapping[str, Any]], object]
-
-
-def exception_text(exc: BaseException) -> str:
-    """``"ValueError: boom"`` (or just the type when the exception has no text)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class _Slot:

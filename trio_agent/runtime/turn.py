@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ..cancel import CancelCause
+from ..failures import exception_text, innermost
 from ..log import build
 from ..log.errors import LogViolation
 from ..models.base import Model, ModelError, ModelRequest, Transcript, check_chunk
@@ -30,7 +31,7 @@ from ..tools.base import Tool
 from .controller import TurnContext, TurnController
 from .events import OutcomeKind, RuntimeEvent, TurnOutcome, TurnStarted
 from .hooks import Approver, Hooks, Reject
-from .scheduler import ToolStep, exception_text
+from .scheduler import ToolStep
 
 if TYPE_CHECKING:
     from ..log.events import Event
@@ -45,16 +46,10 @@ CLEANUP_BOUND: Final = 5.0
 _FATAL: Final = (LogViolation, SessionClosed)
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
 def error_info(exc: BaseException) -> dict[str, str]:
     """``{code, message}`` for a failure: a :class:`ModelError` keeps its code, anything
     else is ``UNKNOWN`` with the exception's type and text."""
-    leaf = _leaf(exc)
+    leaf = innermost(exc)
     if isinstance(leaf, ModelError):
         return {"code": leaf.code, "message": leaf.message}
     return {"code": "UNKNOWN", "message": exception_text(leaf)}
