@@ -4,7 +4,6 @@ a malformed message is refused with the field named."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.schemas import valid
 
 from trio_agent.testing.protocol import AdapterError
 from trio_agent.testing.wire import (
@@ -26,16 +26,6 @@ from trio_agent.testing.wire import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _schema_validator() -> Any:
-    # The JSON Schema subset validator the vector tests use (tests/log/test_vectors.py).
-    spec = importlib.util.spec_from_file_location("_vectors", ROOT / "tests/log/test_vectors.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.schema_valid
-
-
-schema_valid = _schema_validator()
 JOURNAL = json.loads((SCHEMA_DIR / "journal.schema.json").read_text())
 REPLY = json.loads((SCHEMA_DIR / "reply.schema.json").read_text())
 REQUEST = json.loads((SCHEMA_DIR / "request.schema.json").read_text())
@@ -48,12 +38,12 @@ def test_the_published_schemas_are_the_generated_ones() -> None:
 
 
 def _reply_valid(reply: dict[str, Any], op: str) -> bool:
-    if not schema_valid(reply, REPLY, REPLY):
+    if not valid(reply, REPLY, REPLY):
         return False
     result_schema = REPLY["$defs"]["results"].get(op)
     if result_schema is None or not reply["ok"] or reply["crashed"]:
         return True
-    return bool(schema_valid(reply["result"], result_schema, REPLY))
+    return bool(valid(reply["result"], result_schema, REPLY))
 
 
 def _traffic(tmp_path: Path, requests: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -122,13 +112,13 @@ def test_our_servers_real_traffic_meets_both_checks(tmp_path: Path) -> None:
                  ("act", "shutdown"), ("rt", "dropped")]:  # fmt: skip
         assert kind in kinds, kind
     for entry in entries:
-        assert schema_valid(entry, JOURNAL, JOURNAL), entry
+        assert valid(entry, JOURNAL, JOURNAL), entry
         check_journal(entry)
     for op, reply in replies:
         assert _reply_valid(reply, op), (op, reply)
         check_reply(reply, op)
     for request in REQUESTS:
-        assert schema_valid(request, REQUEST, REQUEST), request
+        assert valid(request, REQUEST, REQUEST), request
         check_request(request)
 
 
@@ -144,7 +134,7 @@ def test_our_servers_real_traffic_meets_both_checks(tmp_path: Path) -> None:
 )
 def test_a_malformed_request_is_refused_by_both(request_: dict[str, Any], names: str) -> None:
     if request_["op"] != "nope":
-        assert not schema_valid(request_, REQUEST, REQUEST)
+        assert not valid(request_, REQUEST, REQUEST)
     with pytest.raises(AdapterError, match=re.escape(names)):
         check_request(request_)
 
@@ -177,7 +167,7 @@ BAD_ENTRIES: list[tuple[dict[str, Any], str]] = [
 def test_a_malformed_entry_is_refused_by_both_with_its_field_named(
     entry: dict[str, Any], names: str
 ) -> None:
-    assert not schema_valid(entry, JOURNAL, JOURNAL)
+    assert not valid(entry, JOURNAL, JOURNAL)
     with pytest.raises(AdapterError) as info:
         check_journal(entry)
     assert names in str(info.value)

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 import pytest
+from support.schemas import valid
 
 from trio_agent.log import (
     DATA_CLASSES,
@@ -222,94 +223,15 @@ def test_repair_refuses_every_invalid_log(cid: str) -> None:
     assert info.value.rule == VECTORS[cid]["expect"]["rule"]
 
 
-# -- JSON Schema (spec/schema/) --------------------------------------------------------------
-# A validator for exactly the subset of JSON Schema 2020-12 the two schemas use, so the test
-# needs no dependency. It follows the standard, including "integer" accepting 1.0; an unknown
-# keyword is an error, so the schemas cannot silently grow past what is checked here.
-
-_ANNOTATIONS = {"$schema", "$id", "title", "description", "$comment", "$defs", "then", "else"}
-
-
-def _json_eq(a: Any, b: Any) -> bool:
-    if type(a) is bool or type(b) is bool:
-        return a is b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if type(a) is dict and type(b) is dict:
-        return a.keys() == b.keys() and all(_json_eq(a[k], b[k]) for k in a)
-    if type(a) is list and type(b) is list:
-        return len(a) == len(b) and all(map(_json_eq, a, b))
-    return type(a) is type(b) and bool(a == b)
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
-
-
-def _has_type(value: Any, name: str) -> bool:
-    if name == "integer":
-        return type(value) is int or (type(value) is float and value.is_integer())
-    checks: dict[str, typing.Callable[[Any], bool]] = {
-        "number": _is_number,
-        "string": lambda v: type(v) is str,
-        "boolean": lambda v: type(v) is bool,
-        "object": lambda v: type(v) is dict,
-        "array": lambda v: type(v) is list,
-        "null": lambda v: v is None,
-    }
-    return checks[name](value)
-
-
-def schema_valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
-    for key, arg in schema.items():
-        if key in _ANNOTATIONS:
-            continue
-        if key == "$ref":
-            assert arg.startswith("#/$defs/")
-            ok = schema_valid(value, root["$defs"][arg.removeprefix("#/$defs/")], root)
-        elif key == "type":
-            ok = _has_type(value, arg)
-        elif key == "const":
-            ok = _json_eq(value, arg)
-        elif key == "enum":
-            ok = any(_json_eq(value, choice) for choice in arg)
-        elif key == "minimum":
-            ok = not _is_number(value) or value >= arg
-        elif key == "minLength":
-            ok = type(value) is not str or len(value) >= arg
-        elif key == "properties":
-            ok = type(value) is not dict or all(
-                schema_valid(value[k], sub, root) for k, sub in arg.items() if k in value
-            )
-        elif key == "required":
-            ok = type(value) is not dict or all(k in value for k in arg)
-        elif key == "additionalProperties":
-            assert arg is False
-            ok = type(value) is not dict or set(value) <= set(schema.get("properties", {}))
-        elif key == "items":
-            ok = type(value) is not list or all(schema_valid(v, arg, root) for v in value)
-        elif key == "oneOf":
-            ok = sum(schema_valid(value, sub, root) for sub in arg) == 1
-        elif key == "allOf":
-            ok = all(schema_valid(value, sub, root) for sub in arg)
-        elif key == "not":
-            ok = not schema_valid(value, arg, root)
-        elif key == "if":
-            branch = schema.get("then" if schema_valid(value, arg, root) else "else")
-            ok = branch is None or schema_valid(value, branch, root)
-        else:
-            raise AssertionError(f"the test's validator does not know keyword {key!r}")
-        if not ok:
-            return False
-    return True
+# -- JSON Schema (spec/schema/), checked by jsonschema (tests/support/schemas.py) ----------
 
 
 def event_valid(value: Any) -> bool:
-    return schema_valid(value, EVENT_SCHEMA, EVENT_SCHEMA)
+    return valid(value, EVENT_SCHEMA)
 
 
 def header_valid(value: Any) -> bool:
-    return schema_valid(value, HEADER_SCHEMA, HEADER_SCHEMA)
+    return valid(value, HEADER_SCHEMA)
 
 
 @pytest.mark.parametrize("cid", ids(lambda v: v["expect"].get("valid") is True))

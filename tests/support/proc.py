@@ -1,10 +1,12 @@
-"""``/proc`` probes, independent of the code under test (which has its own in
-``trio_agent.procs``).
+"""Process probes for the tests, by ``psutil``: independent of the code under test (which
+reads ``/proc`` itself, in ``trio_agent.procs``).
 
-Each probe reads ``/proc`` itself and imports nothing from ``trio_agent``: a test that checks
-"the group is gone" or "nothing carries the marker" with these does not take the answer from
-the census it is testing (``group_members``, ``marked_processes``, ``carries_marker``), so a
-bug there that misses processes cannot make such a test pass.
+Each probe asks psutil (a library written and tested by other people) and imports nothing
+from ``trio_agent``: a test that checks "the group is gone" or "nothing carries the marker"
+with these does not take the answer from the census it is testing (``group_members``,
+``marked_processes``, ``carries_marker``), nor from a second parser by the same authors
+sharing its blind spots. A process group is the kernel's answer to ``getpgid(2)``; a PID
+namespace is the inode of ``/proc/PID/ns/pid``, which psutil does not read.
 
 A leak guard gives each test a fresh tag in an environment variable; every process the test
 starts inherits it, whatever group, session or parent it ends up in, so :func:`tagged` finds
@@ -16,6 +18,34 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
+from typing import TypeVar
+
+import psutil
+
+T = TypeVar("T")
+
+#: A process in one of these has exited: it runs nothing.
+_ENDED = frozenset({psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD})
+#: psutil's status words as the one-letter states of ``ps`` and ``/proc/PID/stat``.
+_LETTER = {
+    psutil.STATUS_RUNNING: "R",
+    psutil.STATUS_SLEEPING: "S",
+    psutil.STATUS_DISK_SLEEP: "D",
+    psutil.STATUS_STOPPED: "T",
+    psutil.STATUS_TRACING_STOP: "t",
+    psutil.STATUS_ZOMBIE: "Z",
+    psutil.STATUS_DEAD: "X",
+    psutil.STATUS_IDLE: "I",
+}
+
+
+def _ask(pid: int, question: Callable[[psutil.Process], T], gone: T) -> T:
+    """``question`` of process ``pid``, or ``gone`` if it has exited or is not ours to read."""
+    try:
+        return question(psutil.Process(pid))
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ProcessLookupError):
+        return gone
 
 
 def read_proc(path: str) -> bytes:
@@ -28,32 +58,36 @@ def read_proc(path: str) -> bytes:
 
 
 def pids() -> list[int]:
-    """Every process id ``/proc`` lists."""
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    """Every process id there is."""
+    return psutil.pids()
 
 
-def stat_fields(pid: int) -> list[bytes]:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or ``[]``."""
-    return read_proc(f"/proc/{pid}/stat").rpartition(b")")[2].split()
+def state(pid: int) -> str | None:
+    """The one-letter state (``R``, ``S``, ``T``, ``Z``...), or ``None`` if gone."""
+    return _ask(pid, lambda p: _LETTER.get(p.status(), "?"), None)
+
+
+def ppid(pid: int) -> int | None:
+    """The parent's pid, or ``None`` if gone."""
+    return _ask(pid, lambda p: p.ppid(), None)
 
 
 def alive(pid: int) -> bool:
     """``pid`` exists and is neither a zombie nor dead."""
-    fields = stat_fields(pid)
-    return bool(fields) and fields[0] not in (b"Z", b"X")
+    return _ask(pid, lambda p: p.status() not in _ENDED, False)
 
 
 def cmdline(pid: int) -> str:
-    return read_proc(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
+    return _ask(pid, lambda p: " ".join(p.cmdline()), "")
 
 
 def has_env(pid: int, var: str, value: str) -> bool:
-    """The environment ``pid`` was started with (``/proc/<pid>/environ``) has ``var=value``.
+    """The environment ``pid`` was started with has ``var=value``.
 
-    The test-side twin of ``census.carries_marker``, written apart from it so a test that
-    waits for a process to carry a marker does not lean on the check it tests.
+    The test-side twin of ``census.carries_marker``, so a test that waits for a process to
+    carry a marker does not lean on the check it tests.
     """
-    return f"\0{var}={value}\0".encode() in b"\0" + read_proc(f"/proc/{pid}/environ")
+    return _ask(pid, lambda p: p.environ().get(var) == value, False)
 
 
 def tagged(var: str, tag: str) -> dict[int, str]:
@@ -76,37 +110,28 @@ def kill_tagged(var: str, tag: str) -> None:
 
 def zombie_children() -> set[int]:
     """Unreaped (zombie) children of this process."""
-    me = os.getpid()
-    zombies = set()
-    for pid in pids():
-        fields = stat_fields(pid)
-        if len(fields) > 1 and fields[0] == b"Z" and int(fields[1]) == me:
-            zombies.add(pid)
-    return zombies
+    children = psutil.Process().children()
+    return {c.pid for c in children if _ask(c.pid, lambda p: p.status(), None) == "zombie"}
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def in_group(pgid: int) -> list[int]:
-    """Live (not zombie) members of process group ``pgid``, sorted.
-
-    The test-side twin of ``census.group_members`` (same answer, same order), read from
-    ``/proc/<pid>/stat`` here so "the group is gone" is not the census under test speaking.
-    """
-    out = []
-    for pid in pids():
-        fields = stat_fields(pid)
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            out.append(pid)
-    return sorted(out)
+    """Live (not zombie) members of process group ``pgid``, sorted: the kernel's
+    ``getpgid(2)`` for every process, so "the group is gone" is not the census under test
+    speaking."""
+    return sorted(pid for pid in pids() if _pgid(pid) == pgid and alive(pid))
 
 
 def children_of(pid: int) -> list[int]:
     """Live direct children of ``pid``."""
-    out = []
-    for child in pids():
-        fields = stat_fields(child)
-        if len(fields) > 1 and int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
-            out.append(child)
-    return out
+    kids = _ask(pid, lambda p: p.children(), [])
+    return [c.pid for c in kids if alive(c.pid)]
 
 
 def pid_namespace(pid: int) -> int | None:

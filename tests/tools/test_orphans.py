@@ -15,12 +15,11 @@ import sys
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive, in_group
+from support.proc import alive, in_group, ppid
 from tools_testlib import (
     PONG_CHILD,
     LineReader,
     ping,
-    ppid,
     runtime_killed_mid_tool,
     wait_gone,
     wait_members,

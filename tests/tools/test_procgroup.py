@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive, in_group
-from tools_testlib import state, wait_members
+from support.proc import alive, in_group, state
+from tools_testlib import wait_members
 
 from trio_agent.procs.census import boot_id, group_members, parse_identity, process_identity
 from trio_agent.procs.terminate import terminate_group

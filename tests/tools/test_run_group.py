@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive, in_group, tagged
+from support.proc import alive, in_group, ppid, tagged
 from tools_testlib import (
     HANG_GUARD,
     TAG_VAR,
     Recorder,
     group_options,
     pgid_and_sid,
-    ppid,
     wait_gone,
 )
 

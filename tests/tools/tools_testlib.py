@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import trio
 from support.polling import until
-from support.proc import alive, in_group, stat_fields
+from support.proc import alive, in_group
 from support.procenv import child_env
 
 from trio_agent.cancel import ControllerView
@@ -40,17 +40,6 @@ print("ready", flush=True)
 while True:
     time.sleep(3600)
 """
-
-
-def state(pid: int) -> str | None:
-    """The process state letter from /proc (``R``, ``S``, ``Z``...), or None if gone."""
-    fields = stat_fields(pid)
-    return fields[0].decode() if fields else None
-
-
-def ppid(pid: int) -> int | None:
-    fields = stat_fields(pid)
-    return int(fields[1]) if fields else None
 
 
 def pgid_and_sid(pid: int) -> tuple[int, int]:
