@@ -47,7 +47,7 @@ test: lint check-wheel docs
 # subprocess machines' budgets, the browser, every vector through our CLI). make test runs all.
 FAST_SKIP := --ignore=tests/harness/test_planted_bugs.py --ignore=tests/harness/test_command.py \
 	--ignore=tests/demo/test_demo_browser.py \
-	--deselect tests/test_conform.py::test_our_cli_passes_every_vector \
+	--deselect tests/cli/test_conform.py::test_our_cli_passes_every_vector \
 	--deselect tests/harness/test_machine.py::test_the_runtime_keeps_its_promises_under_the_machine \
 	--deselect tests/harness/test_pipe.py::test_the_machine_drives_the_runtime_through_the_subprocess_adapter
 test-fast: $(STAMP)

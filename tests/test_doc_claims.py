@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent import cli
-from trio_agent.conform import load_vectors
+from trio_agent.cli import errors as cli_errors
+from trio_agent.cli import parser as cli_parser
+from trio_agent.cli.conform import load_vectors
+from trio_agent.cli.errors import epilog
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -29,7 +31,7 @@ def _text(path: Path) -> str:
 
 
 def _subcommands() -> set[str]:
-    parser = cli.build_parser()
+    parser = cli_parser.build_parser()
     for action in parser._actions:  # argparse keeps its subparsers here
         choices = getattr(action, "choices", None)
         if isinstance(choices, dict):
@@ -39,7 +41,7 @@ def _subcommands() -> set[str]:
 
 def _codes(command: str) -> set[int]:
     """The exit codes ``trio-agent COMMAND --help`` lists."""
-    return {int(m) for m in re.findall(r"^\s+(\d+)\s", cli._epilog(command), re.MULTILINE)}
+    return {int(m) for m in re.findall(r"^\s+(\d+)\s", epilog(command), re.MULTILINE)}
 
 
 def test_the_vector_counts_are_the_vectors_conform_loads() -> None:
@@ -83,7 +85,7 @@ def test_the_readme_promises_only_the_codes_a_command_lists() -> None:
     for line in _text(README).splitlines():
         command = re.search(r"\btrio-agent ([a-z][a-z-]*)\b", line)
         said = re.search(r"\bexits? ((?:\d+)(?:[^,;.()]*?, \d+)*)", line)
-        if command is None or said is None or command.group(1) not in cli._CODES:
+        if command is None or said is None or command.group(1) not in cli_errors.CODES:
             continue
         codes = {int(n) for n in re.findall(r"(?<![\w-])(\d+)(?![\w-])", said.group(1))}
         listed = _codes(command.group(1))
@@ -96,11 +98,23 @@ def test_spec_cli_own_codes_are_the_cli_s() -> None:
     text = _text(ROOT / "spec" / "cli.md")
     section = text.split("## trio-agent's own codes", 1)[1].split("\n## ", 1)[0]
     table = {int(n) for n in re.findall(r"^\| (\d+) \|", section, re.MULTILINE)}
-    assert {cli.INTERRUPTED, cli.PIPE_CLOSED, cli.INTERNAL} <= table
+    assert {cli_errors.INTERRUPTED, cli_errors.PIPE_CLOSED, cli_errors.INTERNAL} <= table
     common = _codes("demo")  # the common codes end every command's epilog
-    assert {cli.INTERRUPTED, cli.PIPE_CLOSED} <= common
+    assert {cli_errors.INTERRUPTED, cli_errors.PIPE_CLOSED} <= common
     # 3 is the refusal of the commands that may meet a live session.
     assert all(3 in _codes(c) for c in ("repair", "truncate", "run"))
+
+
+def test_spec_cli_tables_are_every_code_the_commands_return() -> None:
+    """The exit codes are stated once, in trio_agent/cli/errors.py (each command's --help is
+    made from it); spec/cli.md's two tables hold exactly the codes some command lists, and
+    the internal error's."""
+    text = _text(ROOT / "spec" / "cli.md")
+    contract = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    own = text.split("## trio-agent's own codes", 1)[1].split("\n## ", 1)[0]
+    stated = {int(n) for n in re.findall(r"^\| (\d+) \|", contract + own, re.MULTILINE)}
+    returned = set().union(*(_codes(c) for c in cli_errors.CODES)) | {cli_errors.INTERNAL}
+    assert stated == returned
 
 
 def _spec() -> str:
@@ -129,3 +143,19 @@ def test_the_readme_s_widest_rule_ranges_are_all_the_rules() -> None:
         assert max(defined) == last, (
             f"README says {letter}..{letter}{last}; spec/ ends at {max(defined)}"
         )
+
+
+def test_the_readme_layout_names_every_room_of_the_package() -> None:
+    """Each subpackage and top-level module of trio_agent/ has a row in the README's layout
+    table, and each row names something that exists."""
+    section = _text(README).split("## Layout", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(trio_agent/[\w./]+?)/?`", section))
+    package = ROOT / "trio_agent"
+    rooms = {
+        f"trio_agent/{p.name}"
+        for p in package.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))
+    }
+    assert rooms - named == set(), "rooms the README's layout table does not name"
+    assert {n for n in named if not (ROOT / n).exists()} == set(), "rows naming nothing"

@@ -261,3 +261,80 @@ def test_log_core_is_pure() -> None:
             if m.split(".")[0] in {"trio", "os", "io", "socket", "subprocess", "pathlib"}
         }
         assert not forbidden, f"{path.name} imports {forbidden}"
+
+
+# -- no import circle anywhere in the package --------------------------------------------------
+
+
+def _as_module(name: str, known: set[str]) -> str:
+    """``trio_agent.log.Event`` -> ``trio_agent.log``: the longest prefix that is a module."""
+    while name not in known and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (every import, as the layer check counts
+    them; a name imported from a module is an edge to that module)."""
+    found = list(_modules(root))
+    known = {module for _, module, _ in found}
+    graph: dict[str, set[str]] = {}
+    for path, module, is_package in found:
+        source = path.read_text(encoding="utf-8")
+        targets = {_as_module(t, known) for t in imported_modules(source, module, is_package)}
+        graph[module] = {t for t in targets if t in known and t != module}
+    return graph
+
+
+def import_circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_no_module_of_the_package_is_in_an_import_circle() -> None:
+    """A circle means two modules that cannot be read, or changed, one without the other."""
+    assert import_circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
+    """The check can fail: two modules that import each other (one of them inside a
+    function, as a circle is usually hidden) are found, and a third beside them is not."""
+    root = tmp_path / "trio_agent"
+    (root / "cli").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "cli" / "__init__.py").write_text("from .errors import CliError\n")
+    (root / "cli" / "errors.py").write_text("def f():\n    from . import repair\n")
+    (root / "cli" / "repair.py").write_text("from .errors import x\n")
+    assert import_circles(import_graph(root)) == [
+        ["trio_agent.cli.errors", "trio_agent.cli.repair"]
+    ]

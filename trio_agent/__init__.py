@@ -18,8 +18,7 @@ Layers, bottom first:
 * :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
 * :mod:`trio_agent.spec_files` -- where the installed ``spec/`` (vectors, schemas) is;
 * :mod:`trio_agent.failures` -- an exception as one line: the leaves of exception groups;
-* the command line (``cli``, ``cli_repair``, ``interactive``, ``clijson``, ``conform``,
-  ``dsn``, ``__main__``) on top.
+* the command line (``cli``, a package of one module per command, and ``__main__``) on top.
 
 The layer table. A module imports only modules of its own layer and of the layers listed
 for it (``-``: none); every import counts, relative or absolute, at module level or inside a

@@ -1,6 +1,6 @@
 """``trio-agent harness`` against programs that cannot serve as the adapter, and one that
 hangs after answering ``hello``: each ends with one line and exit 2, or a report and exit 1,
-never a traceback. The programs are real subprocesses (tests/hostile_programs.py); the
+never a traceback. The programs are real subprocesses (tests/support/hostile_programs.py); the
 verdict is the exit code and the output."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hostile_programs import HOSTILE
 from support.cli import cli, no_traceback, one_line
+from support.hostile_programs import HOSTILE
 from support.polling import HANG_GUARD
 
 from trio_agent.testing.protocol import POINTS

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 import trio_agent.testing.machine as machine_module
-from trio_agent.testing.command import run_harness
+from trio_agent.cli.harness import run_harness
 from trio_agent.testing.machine import run_machine, shrinking_bounded_by_work
 
 SERVER = [sys.executable, "-m", "trio_agent.testing.adapter_server"]

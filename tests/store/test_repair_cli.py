@@ -11,8 +11,8 @@ from pathlib import Path
 from store_helpers import assert_valid_balanced, sha256
 from store_workload import workload
 
-from trio_agent.cli import BROKEN, OK, REFUSED, UNREADABLE
-from trio_agent.cli_repair import run_repair_file
+from trio_agent.cli.errors import BROKEN, OK, REFUSED, UNREADABLE
+from trio_agent.cli.repair_write import run_repair_file
 from trio_agent.log import encode_event
 from trio_agent.store import Session
 

@@ -354,7 +354,7 @@ async def open_run(
 class Driver:
     """Plays one scenario on one run: ``step``, ``play``/``pause``, with a live snapshot."""
 
-    def __init__(self, scenario: Scenario, run: Run, *, dwell: float = 2.5) -> None:
+    def __init__(self, scenario: Scenario[Run], run: Run, *, dwell: float = 2.5) -> None:
         self.scenario = scenario
         self.run = run
         self.dwell = dwell

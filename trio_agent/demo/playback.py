@@ -5,39 +5,42 @@ the step adds to the log or drops from it, and the action run on a
 :class:`~trio_agent.demo.engine.Run`). A :class:`Playback` holds where playing them stands:
 how many steps are done, which one runs, how far the user asked to go (``step``: one more,
 ``play``: all of them, ``pause``: stop after the running one), and whether the run failed.
-The :class:`~trio_agent.demo.engine.Driver` runs the actions and moves the playback along;
+The :class:`~trio_agent.demo.engine.Driver` runs the actions and moves the playback along (this
+module never imports the engine: a scenario is generic in what its actions run on);
 :meth:`Playback.to_json` is the part of the snapshot that shows the steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 
-if TYPE_CHECKING:
-    from .engine import Run
-
 __all__ = ["Action", "Playback", "Scenario", "Step"]
 
-Action = Callable[["Run"], Awaitable[None]]
+#: What an action runs on: the engine's ``Run`` (this module does not import the engine,
+#: which imports it).
+RunT = TypeVar("RunT")
+
+#: One step's work, run on the scenario's run.
+Action = Callable[[RunT], Awaitable[None]]
 
 
 @attrs.frozen
-class Step:
+class Step(Generic[RunT]):
     label: str
     caption: str
-    action: Action
+    action: Action[RunT]
 
 
 @attrs.frozen
-class Scenario:
+class Scenario(Generic[RunT]):
     name: str
     title: str
     summary: str
-    setup: Action
-    steps: tuple[Step, ...]
+    setup: Action[RunT]
+    steps: tuple[Step[RunT], ...]
 
 
 @attrs.define
@@ -113,7 +116,7 @@ class Playback:
 
     # -- the snapshot ------------------------------------------------------------------------------
 
-    def to_json(self, scenario: Scenario) -> dict[str, Any]:
+    def to_json(self, scenario: Scenario[Any]) -> dict[str, Any]:
         """The scenario, its steps (``done``, ``running`` or ``pending``) and the current one:
         the running step, else the last one done."""
         current = self.running if self.running is not None else self.completed - 1

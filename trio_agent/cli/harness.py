@@ -28,16 +28,16 @@ import shlex
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
-from .pipe import MAX_LINE
-from .program_command import ProgramCommand, UsageError
-from .protocol import POINTS, AdapterError, RunStopped
+from ..testing.pipe import MAX_LINE
+from ..testing.protocol import POINTS, AdapterError, RunStopped
+from .program import ProgramCommand, UsageError
 
 __all__ = ["add_parser", "coverage_table", "main", "run_harness"]
 
 
 def coverage_table(profile: str) -> list[str]:
     """Per named point: how often a crash and a cancel happened there, in ``profile``."""
-    from .machine import COVERAGE, EXAMPLES
+    from ..testing.machine import COVERAGE, EXAMPLES
 
     counts = {label: n for (p, label), n in COVERAGE.items() if p == profile}
     width = max(len(p) for p in POINTS)
@@ -79,8 +79,8 @@ def run_harness(
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
-    from .machine import machine_for, run_machine
-    from .pipe import PipeAdapter
+    from ..testing.machine import machine_for, run_machine
+    from ..testing.pipe import PipeAdapter
 
     argv = list(command)
     preflight(argv, timeout=timeout, max_line=max_line)
@@ -142,7 +142,7 @@ TIMEOUT: Final = 30.0
 def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
     """Refuse, before any example, a program that cannot serve as the adapter: it must start
     and answer ``hello`` (spec/harness.md §Requests) within ``timeout``. One line, exit 2."""
-    from .pipe import PipeAdapter
+    from ..testing.pipe import PipeAdapter
 
     shown = " ".join(shlex.quote(c) for c in argv)
     adapter = PipeAdapter(argv, timeout=timeout, max_line=max_line)
@@ -233,7 +233,7 @@ COMMAND: Final = ProgramCommand(
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``harness`` on the CLI's subparsers (called from cli.py)."""
+    """Register ``harness`` on the CLI's subparsers (called from cli/parser.py)."""
     COMMAND.add_parser(sub)
 
 

@@ -30,16 +30,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 import attrs
 import trio
 
-from .cli import REFUSED, UNREADABLE, CliError, plural, store_where
-from .cli_repair import REAPED_NOTES, session_errors
-from .dsn import is_dsn, redact
-from .filekind import file_kind
-from .log.events import Event
-from .log.render import describe
-from .log.repair import REAPED_TEXTS
-from .models.base import ModelRequest, StepContext
-from .procs import reap_orphans
-from .runtime import (
+from ..filekind import file_kind
+from ..log.events import Event
+from ..log.render import describe
+from ..log.repair import REAPED_TEXTS
+from ..models.base import ModelRequest, StepContext
+from ..procs import reap_orphans
+from ..runtime import (
     AgentError,
     CancelCause,
     Hooks,
@@ -48,7 +45,7 @@ from .runtime import (
     TurnPrevented,
     open_agent,
 )
-from .store import (
+from ..store import (
     JsonlStore,
     Session,
     SessionFenced,
@@ -57,10 +54,14 @@ from .store import (
     WriteFailed,
     repair_file,
 )
-from .tools.subprocess_tool import BashTool
+from ..tools.subprocess_tool import BashTool
+from .dsn import is_dsn, redact
+from .errors import REFUSED, UNREADABLE, CliError, plural
+from .inputs import store_where
+from .repair_write import REAPED_NOTES, session_errors
 
 if TYPE_CHECKING:
-    from .store import PostgresStore
+    from ..store import PostgresStore
 
 INTERRUPTED = 130
 
@@ -237,7 +238,7 @@ async def _open_or_create_stored(store: PostgresStore, session_id: str, err: Tex
             session = await store.create(session_id)
             print(f"trio-agent run: session {session_id!r} (new), in {shown}", file=err)
             return session
-        from .store.recovery import cold_scan
+        from ..store.recovery import cold_scan
 
         kept = len(cold_scan(before.data, where, session_id).events)
         session = await store.open(session_id)
@@ -426,8 +427,8 @@ async def connect(args: argparse.Namespace) -> Connected:
     list (``GET <URL>/models``) where it has one, and taken from it when it lists exactly
     one and ``--model-name`` is not given (spec/cli.md §`trio-agent run`'s screen). A model
     that cannot be used is one line and exit 2."""
-    from .models import AnthropicModel, Limits, ModelError, OpenAIChatModel
-    from .models.http import list_models
+    from ..models import AnthropicModel, Limits, ModelError, OpenAIChatModel
+    from ..models.http import list_models
 
     api = _api_of(args)
     key = _key(args, api)
@@ -500,7 +501,7 @@ def _make_store(args: argparse.Namespace) -> JsonlStore | PostgresStore:
             UNREADABLE,
         )
     if args.store is not None and is_dsn(args.store):
-        from .store import PostgresStore
+        from ..store import PostgresStore
 
         return PostgresStore(args.store, reap_orphans=reap_orphans)
     root = Path(args.store or args.root or "sessions")
@@ -675,3 +676,8 @@ async def _run_agent(
 
 def main_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return trio.run(run_interactive, args, out, err)
+
+
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``trio-agent run``: the interactive agent (spec/cli.md §`trio-agent run`'s screen)."""
+    return main_run(args, out, err)

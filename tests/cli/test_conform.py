@@ -16,13 +16,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hostile_programs import HOSTILE
 from support.cli import CLI, cli, no_traceback, one_line
+from support.hostile_programs import HOSTILE
 from support.polling import HANG_GUARD
 from support.procenv import child_env
 
 PY = sys.executable
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: A hang guard only: the slowest run here (every vector through our CLI) takes some 20 s.
 GUARD = 10 * HANG_GUARD
 

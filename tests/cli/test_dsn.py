@@ -1,4 +1,4 @@
-"""``--store`` values: which name a database, and how a DSN is printed (trio_agent/dsn.py)."""
+"""``--store`` values: which name a database, and how a DSN is printed (trio_agent/cli/dsn.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent.dsn import is_dsn, redact
+from trio_agent.cli.dsn import is_dsn, redact
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,8 @@ from typing import Any, Final, TextIO
 
 import attrs
 
-from .spec_files import SpecMissing, spec_root
-from .testing.program_command import ProgramCommand, UsageError
+from ..spec_files import SpecMissing, spec_root
+from .program import ProgramCommand, UsageError
 
 __all__ = ["CaseResult", "add_parser", "default_vectors", "main", "run_case"]
 
@@ -704,7 +704,7 @@ COMMAND: Final = ProgramCommand(
 
 
 def add_parser(sub: Any) -> None:
-    """Register ``conform`` on the CLI's subparsers (called from cli.py)."""
+    """Register ``conform`` on the CLI's subparsers (called from cli/parser.py)."""
     COMMAND.add_parser(sub)
 
 

@@ -2,11 +2,9 @@
 
 Presentation only; the store does the work. Output follows the CLI's conventions
 (:mod:`trio_agent.cli`): the closers appended, one JSON line each, on stdout; notes and
-problems, one line each, on stderr (a :class:`~trio_agent.cli.CliError`, printed once by
-``cli.main``); never a traceback. The exit codes are the CLI's: 0 repaired (or nothing to do),
-1 the log breaks a rule inside committed data, 2 unreadable input (missing file, foreign
-header, a committed line that is not JSON), 3 refused or failed: the session is live (locked),
-or the repair could not be written.
+problems, one line each, on stderr (a :class:`~trio_agent.cli.errors.CliError`, printed once
+by :func:`trio_agent.cli.main`); never a traceback. The exit codes are ``repair``'s, as
+:mod:`trio_agent.cli.errors` states them.
 
 Whoever opens a store passes it the orphan reaper; here it is
 :func:`trio_agent.procs.reap_orphans` unless ``--no-reap`` (spec/persistence.md §5).
@@ -20,12 +18,10 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import trio
 
-from .cli import BROKEN, OK, REFUSED, UNREADABLE, CliError
-from .dsn import redact
-from .log.codec import encode_event
-from .log.events import Event
-from .procs import reap_orphans
-from .store import (
+from ..log.codec import encode_event
+from ..log.events import Event
+from ..procs import reap_orphans
+from ..store import (
     CreateFailed,
     NotALogFile,
     RepairReport,
@@ -39,7 +35,9 @@ from .store import (
     WriteFailed,
     repair_file,
 )
-from .store.recovery import Reaper, cold_scan
+from ..store.recovery import Reaper, cold_scan
+from .dsn import redact
+from .errors import BROKEN, OK, REFUSED, UNREADABLE, CliError
 
 #: What each R5 kind (spec/recovery.md) did, as the command line's notes say it.
 REAPED_NOTES: Final = {
@@ -50,7 +48,7 @@ REAPED_NOTES: Final = {
 }
 
 if TYPE_CHECKING:
-    from .store import PostgresStore
+    from ..store import PostgresStore
 
 __all__ = ["reaper", "repair_session", "run_repair_file", "session_errors"]
 
@@ -172,7 +170,7 @@ def repair_session(
 async def _repair_stored(
     dsn: str, session_id: str, where: str, reap: Reaper | None
 ) -> tuple[list[Event], int]:
-    from .store import PostgresStore
+    from ..store import PostgresStore
 
     store: PostgresStore
     async with PostgresStore(dsn, reap_orphans=reap) as store:

@@ -317,3 +317,21 @@ def test_the_file_commands_import_neither_trio_nor_the_store(tmp_path: Path, com
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-2:] == ["[]", "[]"], proc.stdout
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["run", "--help"], ["serve", "--help"], ["harness", "--help"]]
+)
+def test_help_imports_neither_trio_nor_the_store(argv: list[str]) -> None:
+    """The parser names each command's module and imports it only to run it: asking for
+    help, even of the commands that run trio, loads none of it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOADED, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=HANG_GUARD,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["[]", "[]"], proc.stdout[-400:]

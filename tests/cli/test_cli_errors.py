@@ -158,7 +158,7 @@ def test_serve_on_a_port_in_use() -> None:
 
 
 def test_every_option_of_every_command_has_help_text() -> None:
-    from trio_agent.cli import build_parser
+    from trio_agent.cli.parser import build_parser
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -247,7 +247,8 @@ def test_repair_and_repair_write_agree_on_a_broken_committed_line(
 def test_groups_are_flattened_into_one_line() -> None:
     import io
 
-    from trio_agent.cli import CliError, _report
+    from trio_agent.cli import _report
+    from trio_agent.cli.errors import CliError
 
     err = io.StringIO()
     nested = ExceptionGroup("outer", [ExceptionGroup("inner", [CliError("f: bad", 2)])])
@@ -270,7 +271,7 @@ def test_the_store_repair_of_a_directory_names_it(tmp_path: Path) -> None:
     one after the check) says so, not "no such file"."""
     import io
 
-    from trio_agent.cli_repair import run_repair_file
+    from trio_agent.cli.repair_write import run_repair_file
 
     err = io.StringIO()
     assert run_repair_file(str(tmp_path), io.StringIO(), err, reap_orphans=None) == 2

@@ -2,7 +2,7 @@
 
 The file commands read a stored session back as the bytes of its JSONL log
 (:meth:`PostgresStore.read_log`) and then run exactly the code they run on a file;
-``repair --write`` goes through :meth:`PostgresStore.open` (trio_agent/cli_repair.py), so the
+``repair --write`` goes through :meth:`PostgresStore.open` (:mod:`.repair_write`), so the
 lease and fencing rules apply to it as to any writer. Reads never create the tables: a
 database the store never used simply holds no session. Only this module (and the store
 itself) imports psycopg.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import psycopg
 import trio
 
-from .errors import SessionNotFound, StoreError
-from .postgres import PostgresStore, StoredLog
+from ..store.errors import SessionNotFound, StoreError
+from ..store.postgres import PostgresStore, StoredLog
 
 __all__ = ["list_sessions", "read_session"]
 

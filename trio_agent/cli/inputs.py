@@ -1,0 +1,288 @@
+"""The input of a file command: a log file or a stored session, opened and probed for
+liveness (spec/cli.md §Input files, §Live sessions), and streamed through the pure core.
+
+Only regular files are read (:func:`open_regular`); a live session is one whose writer holds
+the lock (or whose lease is current), probed before and after the read and never held while
+reading. Nothing here imports trio or the store's runtime: the file commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import functools
+import io
+import os
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, TextIO
+
+import attrs
+
+from ..filekind import file_kind
+from ..log import (
+    Event,
+    HeaderError,
+    LineScan,
+    LogViolation,
+    UnreadableLineError,
+    decode_event,
+    scan_lines,
+)
+from .dsn import is_dsn, redact
+from .errors import BROKEN, REFUSED, UNREADABLE, CliError
+
+if TYPE_CHECKING:
+    from ..store.postgres import StoredLog
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``path`` only if it is a regular file; a one-line :class:`CliError` otherwise.
+
+    spec/cli.md §Input files: ``stat`` first (names what the file is without opening it), then
+    open with ``O_NONBLOCK`` (a FIFO swapped in meanwhile cannot block the open) and ``fstat``
+    the descriptor, so a FIFO, a device or a directory is refused and never read.
+    """
+    try:
+        kind = file_kind(os.stat(path).st_mode)
+        if kind is None:
+            fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                kind = file_kind(os.fstat(fd).st_mode)
+            except BaseException:
+                os.close(fd)
+                raise
+            if kind is None:
+                os.set_blocking(fd, True)
+                return fd
+            os.close(fd)
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file", UNREADABLE) from None
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"{path}: cannot read: {why}", UNREADABLE) from None
+    raise CliError(f"{path}: {kind}, not a log file (only a regular file is read)", UNREADABLE)
+
+
+#: Beside a session's log, the pid of the process holding it (spec/persistence.md §4).
+_PID_NAME = "session.pid"
+
+
+@attrs.frozen
+class Live:
+    """The log is held by a live writer: its ``flock`` (spec/persistence.md §4), or for a
+    session in a database its current lease (``lease`` names owner and expiry,
+    spec/persistence.md §10.2)."""
+
+    pid: int | None
+    lease: str | None = None
+
+    def holder(self) -> str:
+        return "another process" if self.pid is None else f"process {self.pid}"
+
+    def locked(self) -> str:
+        """``locked by process 4242`` or ``leased by HOST:PID:RND until TIME``."""
+        return self.lease if self.lease is not None else f"locked by {self.holder()}"
+
+
+def _probe_live(fd: int, path: str) -> Live | None:
+    """A momentary shared-lock probe, as the store's own readers do (spec/persistence.md §4):
+    blocked means a writer holds the session; the pid file beside the log names it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid_path = Path(path).with_name(_PID_NAME)
+        try:
+            text = pid_path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        return Live(int(text) if text.isdigit() else None)
+    except OSError:  # no locks on this file system: nothing to learn
+        return None
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
+
+
+#: Read buffer of the file commands: big enough that a read is rarely a system call per line.
+_BUFFER = 1 << 20
+
+#: Whether the input is live now (probed before and after a read).
+Probe = Callable[[], "Live | None"]
+
+#: Opens one input of a file command: its log as a binary stream, and its liveness probe.
+Reader = Callable[[], contextlib.AbstractContextManager[tuple[BinaryIO, Probe]]]
+
+
+@contextlib.contextmanager
+def open_log(path: str) -> Iterator[tuple[BinaryIO, Probe]]:
+    """The log file ``path`` as a binary stream, and the probe of its writer's lock.
+
+    A regular file only (:func:`open_regular`); the lock is probed, never held while reading:
+    a reader must never make a writer's open fail (spec/cli.md §Live sessions).
+    """
+    fd = open_regular(path)
+    with open(fd, "rb", buffering=_BUFFER, closefd=True) as f:
+        yield f, functools.partial(_probe_live, fd, path)
+
+
+def usage_error(command: str, message: str) -> CliError:
+    return CliError(
+        f"trio-agent {command}: {message} (see `trio-agent {command} --help`)", UNREADABLE
+    )
+
+
+def _stored_live(stored: StoredLog) -> Live | None:
+    """A stored session's lease as a :class:`Live` when it is current."""
+    if not stored.live:
+        return None
+    owner = stored.owner or "an unknown owner"
+    return Live(None, f"leased by {owner} until {stored.expires}")
+
+
+@contextlib.contextmanager
+def stored_input(stored: StoredLog) -> Iterator[tuple[BinaryIO, Probe]]:
+    """A stored session's log (as the bytes of its JSONL file) and its lease."""
+    live = _stored_live(stored)
+    yield io.BytesIO(stored.data), lambda: live
+
+
+def _read_stored(dsn: str, session_id: str, where: str) -> StoredLog:
+    """A session in a database, read in one go; errors as one line each."""
+    from ..store import SessionCorrupt, SessionNotFound, StoreError
+    from .stored import read_session
+
+    try:
+        return read_session(dsn, session_id)
+    except SessionNotFound:
+        raise CliError(f"{where}: no such session in {redact(dsn)}", UNREADABLE) from None
+    except SessionCorrupt as exc:
+        raise CliError(str(exc), BROKEN) from None
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+
+
+def _open_stored(
+    dsn: str, session_id: str, where: str
+) -> contextlib.AbstractContextManager[tuple[BinaryIO, Probe]]:
+    return stored_input(_read_stored(dsn, session_id, where))
+
+
+def store_where(session_id: str) -> str:
+    """How messages name a session stored in a database (the store's own errors do too)."""
+    return f"postgres:{session_id}"
+
+
+def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader]:
+    """``--store STORE --session ID``: a database session, or a JSONL store directory's log."""
+    if is_dsn(store):
+        where = store_where(session_id)
+        return where, functools.partial(_open_stored, store, session_id, where)
+    root = Path(store)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "no such directory"
+        raise CliError(
+            f"{root}: {what} (--store takes a store directory or a postgresql:// DSN)",
+            UNREADABLE,
+        )
+    from ..store.ids import escape_id
+    from ..store.jsonl import LOG_NAME
+
+    path = str(root / escape_id(session_id) / LOG_NAME)
+    return path, functools.partial(open_log, path)
+
+
+def inputs_of(args: argparse.Namespace, files: list[str]) -> list[tuple[str, Reader]]:
+    """What a file command reads: its FILE arguments, or ``--store STORE --session ID``."""
+    command = args.command
+    if args.store is None:
+        if args.session is not None:
+            raise usage_error(command, "--session needs --store STORE")
+        if not files:
+            raise usage_error(command, "give a FILE, or --store STORE --session ID")
+        return [(path, functools.partial(open_log, path)) for path in files]
+    if files:
+        raise usage_error(command, "give either FILE or --store STORE --session ID, not both")
+    if args.session is None:
+        raise usage_error(command, "--store needs --session ID (the session to read)")
+    return [_store_input(command, args.store, args.session)]
+
+
+def one_input(args: argparse.Namespace) -> tuple[str, Reader]:
+    return inputs_of(args, [args.file] if args.file is not None else [])[0]
+
+
+def stream_log(
+    path: str,
+    f: BinaryIO,
+    *,
+    strict: bool,
+    sink: Callable[[Event], None] | None = None,
+    sink_types: Collection[str] | None = None,
+) -> LineScan:
+    """:func:`scan_lines` over ``f`` from its start, every core error and read error mapped to
+    a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size."""
+    try:
+        f.seek(0)
+        return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types)
+    except HeaderError as exc:
+        raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1, what=str(exc)) from None
+    except UnreadableLineError as exc:
+        raise CliError(
+            f"{path}:{exc.line}: {exc.message}", UNREADABLE, line=exc.line, what=exc.message
+        ) from None
+    except LogViolation as exc:
+        seq = "?" if exc.seq is None else exc.seq
+        what = f"{path}:{exc.line}: seq {seq}: {exc.rule}: {exc.message}"
+        raise CliError(
+            what, BROKEN, line=exc.line, rule=exc.rule, seq=exc.seq, what=exc.message
+        ) from None
+    except OSError as exc:
+        why = f"cannot read: {exc.strerror or exc}"
+        raise CliError(f"{path}: {why}", UNREADABLE, what=why) from None
+
+
+def scan_live(
+    path: str,
+    *,
+    strict: bool,
+    sink: Callable[[Event], None] | None = None,
+    sink_types: Collection[str] | None = None,
+    read: Reader | None = None,
+) -> tuple[LineScan, Live | None]:
+    """Stream and check ``path`` (opened by ``read``, when given); ``(scan, live)``, live
+    probed before and after the read."""
+    opener = read if read is not None else functools.partial(open_log, path)
+    with opener() as (f, probe):
+        live = probe()
+        scan = stream_log(path, f, strict=strict, sink=sink, sink_types=sink_types)
+        return scan, live or probe()
+
+
+def note_tail(path: str, scan: LineScan, err: TextIO) -> None:
+    """The one-line note on stderr when a torn tail was ignored (spec/cli.md)."""
+    if scan.tail is not None:
+        t = scan.tail
+        print(f"{path}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
+
+
+def live_words(path: str, scan: LineScan, live: Live) -> str:
+    return f"{path}: session {scan.header.id!r} is live ({live.locked()})"
+
+
+def refuse_live(path: str, scan: LineScan, live: Live | None) -> None:
+    """Repair and truncate describe a cold session only: a live one is refused, exit 3
+    (spec/cli.md §Live sessions)."""
+    if live is not None:
+        raise CliError(
+            f"{live_words(path, scan, live)}; a live session is never repaired or truncated, "
+            "so there is nothing to show",
+            REFUSED,
+        )
+
+
+def events_of(f: BinaryIO, count: int) -> Iterator[Event]:
+    """The first ``count`` events of a log a scan already accepted, decoded again from ``f``
+    (positioned after the header): the second pass of ``show``, one event in memory at a time."""
+    for _, line in zip(range(count), f, strict=False):
+        yield decode_event(line[:-1])

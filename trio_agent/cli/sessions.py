@@ -1,0 +1,130 @@
+"""``trio-agent sessions``: the sessions of a store, live, cold or crashed (spec/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, TextIO
+
+from .dsn import is_dsn, redact
+from .errors import BROKEN, OK, UNREADABLE, CliError
+from .inputs import Probe, Reader, open_log, scan_live, store_where, stored_input, usage_error
+
+if TYPE_CHECKING:
+    pass
+
+
+def _when(ms: int) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms"
+
+
+def _session_row(
+    session_id: str, where: str, read: Reader, *, store: str | None = None
+) -> list[str]:
+    """One line of ``sessions``: id, turns, events, last activity, state. ``store`` is the
+    ``--store`` to name in the hints (``None``: the ``--root`` directory's file)."""
+    try:
+        scan, live = scan_live(where, strict=False, read=read)
+    except CliError as exc:
+        what = "corrupt" if exc.code == BROKEN else "unreadable"
+        check = where if store is None else f"--store {store} --session {session_id}"
+        return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
+    last = scan.last_time if scan.count else scan.header.created_at
+    turn = scan.checker.open_turn
+    if live is not None:
+        holder = live.holder() if live.lease is None else live.lease
+        state = f"live ({holder})" + (f", turn {turn} running" if turn else "")
+    elif turn is not None:
+        run = "" if store is None else f"--store {store} "
+        state = f"crashed: turn {turn} open (run {run}--session {session_id} repairs it)"
+    else:
+        state = "cold"
+    turns = str(scan.checker.last_turn)
+    return [session_id, turns, str(scan.count), _when(last), state]
+
+
+def _store_option(args: argparse.Namespace) -> str | None:
+    """The ``--store`` value naming a database, or ``None`` (then ``args.root`` is the
+    JSONL store directory, from ``--root`` or a ``--store`` that is not a DSN)."""
+    if args.store is None:
+        return None
+    if args.root is not None:
+        raise usage_error(args.command, "give either --root DIR or --store STORE, not both")
+    if is_dsn(args.store):
+        return str(args.store)
+    args.root = args.store
+    return None
+
+
+@contextlib.contextmanager
+def _failing_input(error: CliError) -> Iterator[tuple[BinaryIO, Probe]]:
+    raise error
+    yield  # pragma: no cover - unreachable; makes this a generator
+
+
+def _stored_rows(dsn: str) -> list[list[str]]:
+    """The ``sessions`` rows of a database store (each session read once, in one go)."""
+    from ..store import StoreError
+    from .stored import list_sessions
+
+    try:
+        found = list_sessions(dsn)
+    except StoreError as exc:
+        raise CliError(f"{redact(dsn)}: cannot read the store: {exc}", UNREADABLE) from None
+    rows = []
+    shown = redact(dsn)
+    for sid, stored in found:
+        where = store_where(sid)
+        read: Reader
+        if isinstance(stored, StoreError):
+            read = functools.partial(_failing_input, CliError(f"{where}: {stored}", BROKEN))
+        else:
+            read = functools.partial(stored_input, stored)
+        rows.append(_session_row(sid, where, read, store=shown))
+    return rows
+
+
+def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import trio
+
+    from ..store import JsonlStore
+
+    dsn = _store_option(args)
+    if dsn is not None:
+        found = _stored_rows(dsn)
+        if not found:
+            print(f"{redact(dsn)}: note: no sessions here", file=err)
+            return OK
+        _print_table(found, out)
+        return OK
+    root = Path(args.root if args.root is not None else "sessions")
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "no such directory"
+        raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
+    store = JsonlStore(root)
+    ids = trio.run(store.list)
+    if not ids:
+        print(f"{root}: note: no sessions here", file=err)
+        return OK
+    found = []
+    for sid in ids:
+        path = str(store.path_of(sid))
+        found.append(_session_row(sid, path, functools.partial(open_log, path)))
+    _print_table(found, out)
+    return OK
+
+
+def _print_table(found: list[list[str]], out: TextIO) -> None:
+    rows = [["ID", "TURNS", "EVENTS", "LAST ACTIVITY", "STATE"]]
+    rows += found
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        out.write("  ".join([*cells, row[4]]) + "\n")
