@@ -6,8 +6,8 @@ Layers, bottom first:
 * :mod:`trio_agent.cancel` -- the cancel vocabulary: ``CancelCause``, ``ControllerView``;
 * :mod:`trio_agent.boundary` -- strict cattrs converters for the messages that cross a process
   boundary (provider payloads, the harness protocol, the demo's reports and websocket);
-* :mod:`trio_agent.filekind` -- a path that is not a regular file, in words (one wording for
-  the store's and the command line's refusals);
+* :mod:`trio_agent.files` -- a session's files, trio-free: their names, the one wording that
+  refuses a path that is not a regular file, the momentary shared-lock probe;
 * :mod:`trio_agent.procs` -- a tool call's processes as the kernel sees them: the ``/proc``
   census, kernel containment (a PID namespace, or the process-group fallback), termination,
   and cold recovery's look for orphans;
@@ -28,11 +28,11 @@ any other import. ``package`` is this module (the public names below)::
     log          -
     cancel       -
     boundary     -
-    filekind     -
+    files        -
     spec_files   -
     failures     -
     procs        log
-    store        log filekind procs
+    store        log files procs
     tools        log cancel procs
     models       log cancel boundary
     runtime      log cancel failures store tools models

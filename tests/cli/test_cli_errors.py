@@ -43,24 +43,24 @@ def fifo(tmp_path: Path) -> str:
 def test_a_fifo_is_refused_without_blocking(fifo: str, command: list[str]) -> None:
     # Nobody ever opens the FIFO's write end: reading it would block forever.
     line = one_line(cli(*command, fifo), 2)
-    assert line == f"{fifo}: is a FIFO (named pipe), not a log file (only a regular file is read)"
+    assert line == f"{fifo}: is a FIFO (named pipe), not a log file (a session's log is a regular file)"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
 def test_dev_zero_is_refused_not_read(command: list[str]) -> None:
     line = one_line(cli(*command, "/dev/zero"), 2)
-    assert line == "/dev/zero: is a character device, not a log file (only a regular file is read)"
+    assert line == "/dev/zero: is a character device, not a log file (a session's log is a regular file)"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
 def test_a_directory_is_refused(tmp_path: Path, command: list[str]) -> None:
     line = one_line(cli(*command, str(tmp_path)), 2)
-    assert line == f"{tmp_path}: is a directory, not a log file (only a regular file is read)"
+    assert line == f"{tmp_path}: is a directory, not a log file (a session's log is a regular file)"
 
 
 def test_a_dot_directory_is_refused_by_repair_write(tmp_path: Path) -> None:
     line = one_line(cli("repair", "--write", "."), 2)
-    assert line == ".: is a directory, not a log file (only a regular file is read)"
+    assert line == ".: is a directory, not a log file (a session's log is a regular file)"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)

@@ -170,9 +170,11 @@ def test_a_session_log_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> 
         target = tmp_path / "elsewhere.jsonl"
         target.write_bytes(encode_header(Header("s1", 0)))
         path.symlink_to(target)
-        what = "is a symbolic link"
+        what = "is a symbolic link"  # a link is named a link, and nothing more
     else:
         path.mkdir()
-        what = "is a directory"
+        what = "is a directory, not a log file"
+    if kind == "fifo":
+        what += ", not a log file"
     line = one_line(run(root, "--session", "s1"), 2)
-    assert line == f"{path}: {what}, not a session log (a session's log is a regular file)"
+    assert line == f"{path}: {what} (a session's log is a regular file)"

@@ -88,7 +88,7 @@ async def test_an_existing_session_still_says_it_exists(tmp_path: Path) -> None:
 
 async def test_a_directory_where_the_log_belongs(tmp_path: Path) -> None:
     (session_dir(tmp_path) / "session.jsonl").mkdir()
-    with pytest.raises(NotALogFile, match="is a directory, not a session log"):
+    with pytest.raises(NotALogFile, match="is a directory, not a log file"):
         await repair_file(tmp_path / "s" / "session.jsonl", reap_orphans=None)
     async with JsonlStore(tmp_path, reap_orphans=None) as store:
         with pytest.raises(NotALogFile, match="is a directory"):
@@ -100,7 +100,7 @@ async def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     # Nobody ever opens the other end: an open or read that blocked would hang here.
     async with JsonlStore(tmp_path, reap_orphans=None) as store:
-        with pytest.raises(NotALogFile, match=r"is a FIFO \(named pipe\), not a session log"):
+        with pytest.raises(NotALogFile, match=r"is a FIFO \(named pipe\), not a log file"):
             await store.open("s")
     with pytest.raises(NotALogFile, match="is a FIFO"):
         await repair_file(fifo, reap_orphans=None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import functools
 import io
 import os
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import attrs
 
-from ..filekind import file_kind
+from ..files import LOG_NAME, file_kind, holder_pid, not_a_log, shared_lock_free
 from ..log import (
     Event,
     HeaderError,
@@ -62,11 +61,7 @@ def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise CliError(f"{path}: cannot read: {why}", UNREADABLE) from None
-    raise CliError(f"{path}: {kind}, not a log file (only a regular file is read)", UNREADABLE)
-
-
-#: Beside a session's log, the pid of the process holding it (spec/persistence.md §4).
-_PID_NAME = "session.pid"
+    raise CliError(not_a_log(path, kind), UNREADABLE)
 
 
 @attrs.frozen
@@ -89,18 +84,8 @@ class Live:
 def _probe_live(fd: int, path: str) -> Live | None:
     """A momentary shared-lock probe, as the store's own readers do (spec/persistence.md §4):
     blocked means a writer holds the session; the pid file beside the log names it."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        pid_path = Path(path).with_name(_PID_NAME)
-        try:
-            text = pid_path.read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        return Live(int(text) if text.isdigit() else None)
-    except OSError:  # no locks on this file system: nothing to learn
-        return None
-    fcntl.flock(fd, fcntl.LOCK_UN)
+    if shared_lock_free(fd) is False:
+        return Live(holder_pid(path))
     return None
 
 
@@ -186,7 +171,6 @@ def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader
             UNREADABLE,
         )
     from ..store.ids import escape_id
-    from ..store.jsonl import LOG_NAME
 
     path = str(root / escape_id(session_id) / LOG_NAME)
     return path, functools.partial(open_log, path)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import attrs
 import trio
 
-from ..filekind import file_kind
+from ..files import file_kind, not_a_log
 from ..log.events import Event
 from ..log.render import describe
 from ..log.repair import REAPED_TEXTS
@@ -146,9 +146,7 @@ def _refuse_special(path: Path) -> None:
         raise CliError(f"{path}: cannot use: {exc.strerror or exc}", UNREADABLE) from None
     kind = file_kind(mode)
     if kind is not None:
-        raise CliError(
-            f"{path}: {kind}, not a session log (a session's log is a regular file)", UNREADABLE
-        )
+        raise CliError(not_a_log(path, kind), UNREADABLE)
 
 
 def _closer_words(event: Event) -> str:

@@ -136,8 +136,9 @@ class NotALogFile(StoreError):
     never writes through: a symbolic link, a directory, a FIFO, a device (spec/persistence.md
     §1). Nothing was changed."""
 
-    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
-        super().__init__(f"{path}: {what}; the store reads and writes only regular files")
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        # ``message`` is trio_agent.files' one wording of the refusal, which names ``path``.
+        super().__init__(message)
         self.path = os.fspath(path)
 
 

@@ -23,7 +23,7 @@ from typing import Final
 
 import trio
 
-from ..filekind import file_kind
+from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_directory
 from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
@@ -56,8 +56,6 @@ __all__ = ["LOG_NAME", "PID_NAME", "JsonlStore", "repair_file"]
 
 _log = logging.getLogger("trio_agent.store")
 
-LOG_NAME: Final = "session.jsonl"
-PID_NAME: Final = "session.pid"
 
 #: Live sessions of this process, by the real path of their log file.
 _LIVE: dict[str, Session] = {}
@@ -75,10 +73,12 @@ _OPEN_RW: Final = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_
 _OPEN_READ: Final = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-def _kind(mode: int) -> str:
-    # A link is refused as a link; anything else is named and said not to be a log.
-    what = file_kind(mode) or "is a regular file"
-    return what if stat.S_ISLNK(mode) else f"{what}, not a session log"
+def _not_a_log(path: Path, mode: int) -> NotALogFile:
+    return NotALogFile(path, not_a_log(path, file_kind(mode) or "is a special file"))
+
+
+def _not_a_directory(path: Path, mode: int) -> NotALogFile:
+    return NotALogFile(path, not_a_session_directory(path, file_kind(mode) or "is a regular file"))
 
 
 def _open_log(path: Path, name: str, flags: int = _OPEN_RW) -> int:
@@ -89,19 +89,19 @@ def _open_log(path: Path, name: str, flags: int = _OPEN_RW) -> int:
     except FileNotFoundError:
         raise SessionNotFound(name, path) from None
     if not stat.S_ISDIR(directory_mode):
-        raise NotALogFile(path.parent, _kind(directory_mode))
+        raise _not_a_directory(path.parent, directory_mode)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise SessionNotFound(name, path) from None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
-            raise NotALogFile(path, _kind(os.lstat(path).st_mode)) from None
+            raise _not_a_log(path, os.lstat(path).st_mode) from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise NotALogFile(path, _kind(mode))
+        raise _not_a_log(path, mode)
     return fd
 
 
@@ -262,7 +262,7 @@ class JsonlStore:
         fresh_root = not self.root.exists()
         fresh_dir = not os.path.lexists(directory)
         if not fresh_dir and not stat.S_ISDIR(mode := os.lstat(directory).st_mode):
-            raise NotALogFile(directory, _kind(mode))
+            raise _not_a_directory(directory, mode)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -272,7 +272,7 @@ class JsonlStore:
             if stat.S_ISREG(mode):
                 raise SessionExists(session_id)
             self._undo_create(directory, None, fresh_dir)
-            raise NotALogFile(path, _kind(mode))
+            raise _not_a_log(path, mode)
         tmp = directory / f".{LOG_NAME}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         linked = False
         try:

@@ -1,0 +1,94 @@
+"""A session's files, trio-free: their names, what a path that is not a regular file is, the
+one line that refuses it, and the momentary shared-lock probe of liveness.
+
+The store (spec/persistence.md §1, §4), the file commands (spec/cli.md §Input files, §Live
+sessions) and ``trio-agent run`` all use these, so a refusal reads the same wherever it comes
+from and the lock is probed one way. A bottom module importing only the standard library:
+the file commands read it before anything else, and must not pay for importing trio or the
+store to word a refusal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from typing import Final
+
+__all__ = [
+    "LOG_NAME",
+    "PID_NAME",
+    "file_kind",
+    "holder_pid",
+    "not_a_log",
+    "not_a_session_directory",
+    "shared_lock_free",
+]
+
+#: A session's log, in its directory (spec/persistence.md §1).
+LOG_NAME: Final = "session.jsonl"
+#: Beside the log, the pid of the process holding it (spec/persistence.md §4).
+PID_NAME: Final = "session.pid"
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, in words (``None`` for a regular file).
+
+    ``mode`` comes from ``lstat`` where a symbolic link must be named, from ``stat``/``fstat``
+    otherwise.
+    """
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "is a character device"
+    if stat.S_ISBLK(mode):
+        return "is a block device"
+    if stat.S_ISSOCK(mode):
+        return "is a socket"
+    return "is a special file"
+
+
+def not_a_log(path: str | os.PathLike[str], kind: str) -> str:
+    """The one line refusing ``path``, which :func:`file_kind` called ``kind``, where a log (or
+    a session's directory) belongs: ``PATH: is a FIFO (named pipe), not a log file (a
+    session's log is a regular file)``; a link is named a link and nothing more."""
+    what = kind if kind == "is a symbolic link" else f"{kind}, not a log file"
+    return f"{os.fspath(path)}: {what} (a session's log is a regular file)"
+
+
+def not_a_session_directory(path: str | os.PathLike[str], kind: str) -> str:
+    """The one line refusing ``path`` where a session's directory belongs (the store never
+    makes or follows anything else there)."""
+    what = kind if kind == "is a symbolic link" else f"{kind}, not a directory"
+    return f"{os.fspath(path)}: {what} (a session's directory is a real directory)"
+
+
+def shared_lock_free(fd: int) -> bool | None:
+    """A momentary shared-lock probe of an open log (spec/persistence.md §4): ``False`` when
+    a writer holds it (the session is live), ``True`` when it is free, ``None`` when the file
+    system has no locks (nothing to learn). The lock is never kept."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def holder_pid(log_path: str | os.PathLike[str]) -> int | None:
+    """The pid the live writer wrote beside the log (``session.pid``), if it can be read."""
+    pid_path = os.path.join(os.path.dirname(os.fspath(log_path)), PID_NAME)
+    try:
+        with open(pid_path, encoding="ascii") as f:
+            text = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
