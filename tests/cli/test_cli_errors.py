@@ -31,6 +31,9 @@ FILE_COMMANDS = [
     ["show"],
 ]
 
+#: The end of every refusal of a path that is not a regular file (trio_agent/files.py).
+REGULAR = "(a session's log is a regular file)"
+
 
 @pytest.fixture
 def fifo(tmp_path: Path) -> str:
@@ -43,24 +46,24 @@ def fifo(tmp_path: Path) -> str:
 def test_a_fifo_is_refused_without_blocking(fifo: str, command: list[str]) -> None:
     # Nobody ever opens the FIFO's write end: reading it would block forever.
     line = one_line(cli(*command, fifo), 2)
-    assert line == f"{fifo}: is a FIFO (named pipe), not a log file (a session's log is a regular file)"
+    assert line == f"{fifo}: is a FIFO (named pipe), not a log file {REGULAR}"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
 def test_dev_zero_is_refused_not_read(command: list[str]) -> None:
     line = one_line(cli(*command, "/dev/zero"), 2)
-    assert line == "/dev/zero: is a character device, not a log file (a session's log is a regular file)"
+    assert line == f"/dev/zero: is a character device, not a log file {REGULAR}"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
 def test_a_directory_is_refused(tmp_path: Path, command: list[str]) -> None:
     line = one_line(cli(*command, str(tmp_path)), 2)
-    assert line == f"{tmp_path}: is a directory, not a log file (a session's log is a regular file)"
+    assert line == f"{tmp_path}: is a directory, not a log file {REGULAR}"
 
 
 def test_a_dot_directory_is_refused_by_repair_write(tmp_path: Path) -> None:
     line = one_line(cli("repair", "--write", "."), 2)
-    assert line == ".: is a directory, not a log file (a session's log is a regular file)"
+    assert line == f".: is a directory, not a log file {REGULAR}"
 
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
