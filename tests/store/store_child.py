@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from store_workload import workload
 
 from trio_agent.log import encode_event
-from trio_agent.store import FileOps, JsonlStore, PostgresStore, SessionNotFound, repair_file
+from trio_agent.store import FileOps, JsonlStore, PostgresStore, SessionNotFound, Store, repair_file
 from trio_agent.store.postgres import PgWriter
 
 
@@ -79,7 +79,7 @@ def announce_batches() -> None:
 
 async def torture(cmd: dict[str, Any]) -> None:
     rng = random.Random(cmd["seed"])
-    store: JsonlStore | PostgresStore
+    store: Store
     if "dsn" in cmd:
         announce_batches()
         store = PostgresStore(

@@ -37,7 +37,7 @@ def lines(events: list[Event]) -> list[bytes]:
     return [encode_event(e)[:-1] for e in events]
 
 
-# -- create / open / inspect / load / list ----------------------------------------------------
+# -- create / open / inspect / load / session_ids ---------------------------------------------
 
 
 async def test_create_append_reopen(any_store: StoreKit) -> None:
@@ -84,6 +84,44 @@ async def test_errors(any_store: StoreKit) -> None:
             await store.create("s1")  # stored
 
 
+#: Ids no store takes, and the rule each breaks (spec/persistence.md §1): both backends refuse
+#: them alike, with ValueError naming the rule, before anything is created or read.
+HOSTILE_IDS = [
+    ("", "non-empty"),
+    ("a\0b", "NUL"),
+    ("bad\udc80id", "lone surrogate"),
+    ("x" * 4097, "at most 4096 bytes"),
+    ("é" * 2049, "at most 4096 bytes"),  # 4098 bytes in 2049 characters
+]
+
+
+@pytest.mark.parametrize(
+    ("sid", "rule"), HOSTILE_IDS, ids=["empty", "nul", "surrogate", "long", "long-utf8"]
+)
+async def test_a_hostile_id_is_refused_alike_by_every_operation(
+    any_store: StoreKit, sid: str, rule: str
+) -> None:
+    async with any_store.make() as store:
+        for operation in (store.create, store.open, store.inspect, store.load):
+            with pytest.raises(ValueError, match=rule):
+                await operation(sid)
+        with pytest.raises(ValueError, match=rule):
+            store.live(sid)
+        assert await store.session_ids() == []  # nothing was created
+
+
+async def test_an_id_at_the_limit_and_ids_that_look_like_paths_are_kept(
+    any_store: StoreKit,
+) -> None:
+    ids = ["x" * 4096, "/", "..", ".", "a/../../b", "%2F", "tab\there"]
+    async with any_store.make() as store:
+        for sid in ids:
+            await (await store.create(sid)).aclose()
+        assert await store.session_ids() == sorted(ids)
+        for sid in ids:
+            assert (await store.load(sid)) == []
+
+
 async def test_errors_come_out_unwrapped(any_store: StoreKit) -> None:
     with pytest.raises(SessionNotFound):
         async with any_store.make() as store:
@@ -122,14 +160,14 @@ async def test_store_must_be_entered(any_store: StoreKit) -> None:
             pass
 
 
-async def test_list(any_store: StoreKit) -> None:
+async def test_session_ids(any_store: StoreKit) -> None:
     ids = ["b", "a", "../x", "Upper", "x" * 500, "with space", "é", "Z/é"]
     async with any_store.make() as store:
-        assert await store.list() == []
+        assert await store.session_ids() == []
         for i in ids:
             await (await store.create(i)).aclose()
         live = await store.create("live")
-        assert await store.list() == sorted([*ids, "live"])
+        assert await store.session_ids() == sorted([*ids, "live"])
         await live.aclose()
 
 

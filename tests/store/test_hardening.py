@@ -131,7 +131,7 @@ async def test_the_longest_id_is_listed(tmp_path: Path) -> None:
     sid = "é" * (MAX_ID_BYTES // 2)  # 4096 bytes of UTF-8
     async with JsonlStore(tmp_path, reap_orphans=None) as store:
         await (await store.create(sid)).aclose()
-        assert await store.list() == [sid]
+        assert await store.session_ids() == [sid]
 
 
 # -- a full disk ----------------------------------------------------------------------------------

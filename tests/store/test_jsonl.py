@@ -98,11 +98,11 @@ async def test_inspect_cold_past_a_torn_tail_shows_closers_and_changes_nothing(
 async def test_list_escapes_ids_and_skips_stray_entries(tmp_path: Path) -> None:
     ids = ["b", "a", "../x", "Upper", "x" * 500, "with space", "é"]
     async with JsonlStore(tmp_path / "root") as store:
-        assert await store.list() == []
+        assert await store.session_ids() == []
         for i in ids:
             await (await store.create(i)).aclose()
         (tmp_path / "root" / "junk").mkdir()
         (tmp_path / "root" / "stray.txt").write_text("x")
-        assert await store.list() == sorted(ids)
+        assert await store.session_ids() == sorted(ids)
     assert {p.name for p in (tmp_path / "root").iterdir()} >= {escape_id(i) for i in ids}
     assert not (tmp_path / "x").exists()

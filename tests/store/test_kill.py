@@ -27,7 +27,7 @@ from store_workload import workload
 from support.polling import until_sync
 
 from trio_agent.log import Event, check_events, decode_event, encode_event, repair_closers
-from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, repair_file
+from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, Store, repair_file
 
 ROUNDS = int(os.environ.get("TRIO_AGENT_TORTURE_ROUNDS", "0"))
 
@@ -139,7 +139,7 @@ class PostgresSide:
 Side = JsonlSide | PostgresSide
 
 
-async def _reopen(store: JsonlStore | PostgresStore, sid: str) -> list[Event]:
+async def _reopen(store: Store, sid: str) -> list[Event]:
     """Open ``sid`` cold (which repairs it), close it; its events as the open returned them."""
     async with store:
         session = await store.open(sid)

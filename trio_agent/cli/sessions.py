@@ -109,7 +109,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         what = "is not a directory" if root.exists() else "no such directory"
         raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
     store = JsonlStore(root)
-    ids = trio.run(store.list)
+    ids = trio.run(store.session_ids)
     if not ids:
         print(f"{root}: note: no sessions here", file=err)
         return OK

@@ -43,7 +43,7 @@ def list_sessions(dsn: str) -> list[tuple[str, StoredLog | StoreError]]:
     async def read() -> list[tuple[str, StoredLog | StoreError]]:
         store = PostgresStore(dsn)
         try:
-            ids = await store.list()
+            ids = await store.session_ids()
         except StoreError as exc:
             if _no_tables(exc):
                 return []

@@ -10,6 +10,7 @@ unless its opener passes another reaper (:data:`Reaper`) or ``None``.
 from typing import TYPE_CHECKING
 
 from ..log.repair import Orphan, Reaping
+from .contract import Store
 from .errors import (
     CreateFailed,
     LeaseHeld,
@@ -67,6 +68,7 @@ __all__ = [
     "SessionLocked",
     "SessionNotFound",
     "Sink",
+    "Store",
     "StoreError",
     "UnsupportedFormat",
     "WriteFailed",

@@ -27,15 +27,19 @@ _TABLE: Final = tuple(chr(b) if b in _SAFE else f"%{b:02X}" for b in range(256))
 MAX_ID_BYTES: Final = 4096
 
 
-def escape_id(session_id: str) -> str:
-    """The directory name of ``session_id`` under a store root.
+def check_id(session_id: str) -> bytes:
+    """``session_id`` as UTF-8, if it is a session id every store accepts.
 
     Raises ``ValueError`` naming the rule for an id that is not a non-empty string of valid
-    Unicode text (a lone surrogate cannot be written as UTF-8, so no log could hold it) of at
-    most :data:`MAX_ID_BYTES` bytes (spec/persistence.md §1), before anything is created.
+    Unicode text (a lone surrogate cannot be written as UTF-8, so no log could hold it)
+    without NUL (PostgreSQL's text cannot hold one, nor can a port's C string) of at most
+    :data:`MAX_ID_BYTES` bytes (spec/persistence.md §1), before anything is created. Both
+    stores apply it, so an id one store takes, the other takes too.
     """
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("a session id must be a non-empty string")
+    if "\0" in session_id:
+        raise ValueError(f"a session id must not hold a NUL character: {session_id!r}")
     try:
         raw = session_id.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -45,6 +49,12 @@ def escape_id(session_id: str) -> str:
         ) from None
     if len(raw) > MAX_ID_BYTES:
         raise ValueError(f"a session id is at most {MAX_ID_BYTES} bytes of UTF-8, not {len(raw)}")
+    return raw
+
+
+def escape_id(session_id: str) -> str:
+    """The directory name of ``session_id`` under a store root (:func:`check_id`'s rules)."""
+    raw = check_id(session_id)
     name = "".join([_TABLE[b] for b in raw])
     if len(name) <= MAX_PLAIN:
         return name

@@ -9,7 +9,6 @@ the lock is touched.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import errno
 import fcntl
@@ -18,7 +17,6 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from types import TracebackType
 from typing import Final
 
 import trio
@@ -37,7 +35,7 @@ from .errors import (
 )
 from .fileops import FileOps, write_all
 from .ids import escape_id
-from .lifecycle import SessionNursery
+from .lifecycle import SessionNursery, StoreLifecycle
 from .recovery import (
     DEFAULT_REAPER,
     ColdOpen,
@@ -178,7 +176,7 @@ def _read_shared(path: Path, session_id: str, expect_id: str | None) -> tuple[Co
         os.close(fd)  # drops the shared lock, if taken
 
 
-class JsonlStore:
+class JsonlStore(StoreLifecycle):
     """Sessions stored as JSON Lines files under ``root``.
 
     Use it as an async context manager: it owns the nursery of the writer tasks, and leaving
@@ -220,23 +218,6 @@ class JsonlStore:
         self._ops = file_ops if file_ops is not None else FileOps()
         self._reaper = reap_orphans
         self._life = SessionNursery("JsonlStore", "async with JsonlStore(root) as store")
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def __aenter__(self) -> JsonlStore:
-        await self._life.enter()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        return await self._life.exit(exc_type, exc, tb)
-
-    def _require_open(self) -> trio.Nursery:
-        return self._life.require_open()
 
     # -- paths ----------------------------------------------------------------------------------
 
@@ -397,7 +378,7 @@ class JsonlStore:
         """The session if it is live in this process, else ``None``."""
         return _LIVE.get(_key(self.path_of(session_id)))
 
-    async def inspect(self, session_id: str) -> builtins.list[Event]:
+    async def inspect(self, session_id: str) -> list[Event]:
         """The events of a session, read-only; nothing on disk changes.
 
         Cold: the valid prefix plus the closers repair would append (in memory only; a torn
@@ -408,13 +389,13 @@ class JsonlStore:
         live = self.live(session_id)
         if live is not None:
             await trio.lowlevel.checkpoint()
-            return builtins.list(live.events)
+            return list(live.events)
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
         return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
-    async def load(self, session_id: str) -> builtins.list[Event]:
+    async def load(self, session_id: str) -> list[Event]:
         """A balanced snapshot, read-only.
 
         Live in this process: wait for a flush and return the events if no turn is open, else
@@ -426,20 +407,20 @@ class JsonlStore:
             await live.flush()
             if live.open_turn is not None:
                 raise LiveTurnOpen(session_id, live.open_turn)
-            return builtins.list(live.events)
+            return list(live.events)
         scan, live_elsewhere = await trio.to_thread.run_sync(
             _read_shared, self.path_of(session_id), session_id, session_id
         )
         return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
-    async def list(self) -> builtins.list[str]:
+    async def session_ids(self) -> list[str]:
         """Ids of the sessions stored under the root, sorted."""
-        return await trio.to_thread.run_sync(self._list_blocking)
+        return await trio.to_thread.run_sync(self._session_ids_blocking)
 
-    def _list_blocking(self) -> builtins.list[str]:
-        ids: builtins.list[str] = []
+    def _session_ids_blocking(self) -> list[str]:
+        ids: list[str] = []
         try:
-            entries = builtins.list(os.scandir(self.root))
+            entries = list(os.scandir(self.root))
         except FileNotFoundError:
             return ids
         for entry in entries:

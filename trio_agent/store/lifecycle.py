@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import trio
 
@@ -98,3 +98,32 @@ class SessionNursery:
         ``nursery.start`` target); the caller undoes its own registration if this raises."""
         self.sessions.add(session)
         await nursery.start(run)
+
+
+class StoreLifecycle:
+    """The ``async with`` of a store, the same for both backends: entered once, it owns a
+    :class:`SessionNursery` (``self._life``); leaving it closes every session handed out.
+    A backend that must prepare something first (the database's tables) overrides
+    :meth:`_prepare`, which runs before the nursery opens."""
+
+    _life: SessionNursery
+
+    async def _prepare(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Self:
+        self._life.check_enter()
+        await self._prepare()
+        await self._life.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        return await self._life.exit(exc_type, exc, tb)
+
+    def _require_open(self) -> trio.Nursery:
+        return self._life.require_open()

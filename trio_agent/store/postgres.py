@@ -20,7 +20,6 @@ so the writer's batches and the renewals never interleave inside one transaction
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import logging
 import os
@@ -29,7 +28,6 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from types import TracebackType
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -51,7 +49,8 @@ from .errors import (
     WriteFailed,
 )
 from .fileops import FileOps
-from .lifecycle import SessionNursery
+from .ids import check_id
+from .lifecycle import SessionNursery, StoreLifecycle
 from .recovery import DEFAULT_REAPER, ColdOpen, ColdScan, Reaper, cold_scan, complete
 from .session import Clock, Session, wall_clock_ms
 from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
@@ -382,7 +381,7 @@ def _already_written(
     return len(rows)
 
 
-class PostgresStore:
+class PostgresStore(StoreLifecycle):
     """Sessions stored in a PostgreSQL database, with leases and fencing tokens.
 
     Use it as an async context manager, like :class:`~trio_agent.store.JsonlStore`::
@@ -424,24 +423,8 @@ class PostgresStore:
         self._reaper = reap_orphans
         self._life = SessionNursery("PostgresStore", "async with PostgresStore(dsn) as store")
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    async def __aenter__(self) -> PostgresStore:
-        self._life.check_enter()
-        await self._run(self._schema_blocking)
-        await self._life.enter()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        return await self._life.exit(exc_type, exc, tb)
-
-    def _require_open(self) -> trio.Nursery:
-        return self._life.require_open()
+    async def _prepare(self) -> None:
+        await self._run(self._schema_blocking)  # the tables, before any session is handed out
 
     # -- database plumbing ----------------------------------------------------------------------
 
@@ -476,6 +459,7 @@ class PostgresStore:
 
     async def create(self, session_id: str) -> Session:
         """A new live session: its header row is committed with this store's lease."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         nursery = self._require_open()
         if not session_id:
             raise ValueError("the session id must not be empty")
@@ -515,6 +499,7 @@ class PostgresStore:
         :class:`SessionLocked` (a :class:`~trio_agent.store.LeaseHeld` naming the owner and
         expiry). Only the winner repairs, in one transaction fenced by its new token.
         """
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         nursery = self._require_open()
         if (self.dsn, session_id) in _LIVE:
             raise SessionLocked(session_id, os.getpid(), here=True)
@@ -659,6 +644,7 @@ class PostgresStore:
 
     def live(self, session_id: str) -> Session | None:
         """The session if it is live in this process (through any store on this DSN)."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         return _LIVE.get((self.dsn, session_id))
 
     async def _read_cold(self, session_id: str) -> tuple[ColdScan, bool]:
@@ -680,30 +666,32 @@ class PostgresStore:
             raise SessionNotFound(session_id)
         return _scan_rows(data, where, session_id), live
 
-    async def inspect(self, session_id: str) -> builtins.list[Event]:
+    async def inspect(self, session_id: str) -> list[Event]:
         """As ``JsonlStore.inspect``: live (a current lease) as is, cold with closers in memory."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         live = self.live(session_id)
         if live is not None:
             await trio.lowlevel.checkpoint()
-            return builtins.list(live.events)
+            return list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
         return scan.snapshot(session_id, live_elsewhere, balanced=False)
 
-    async def load(self, session_id: str) -> builtins.list[Event]:
+    async def load(self, session_id: str) -> list[Event]:
         """As ``JsonlStore.load``: a balanced snapshot or :class:`LiveTurnOpen`."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         live = self.live(session_id)
         if live is not None:
             await live.flush()
             if live.open_turn is not None:
                 raise LiveTurnOpen(session_id, live.open_turn)
-            return builtins.list(live.events)
+            return list(live.events)
         scan, live_elsewhere = await self._read_cold(session_id)
         return scan.snapshot(session_id, live_elsewhere, balanced=True)
 
-    async def list(self) -> builtins.list[str]:
-        """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.list``)."""
+    async def session_ids(self) -> list[str]:
+        """Ids of the stored sessions, sorted (by code point, as ``JsonlStore.session_ids``)."""
 
-        def fn(cur: psycopg.Cursor[Any]) -> builtins.list[str]:
+        def fn(cur: psycopg.Cursor[Any]) -> list[str]:
             cur.execute("SELECT session_id, header FROM trio_agent_session")
             ids = []
             for sid, header in cur.fetchall():
@@ -718,6 +706,7 @@ class PostgresStore:
         """The session's rows as the bytes of its JSONL log, and whether it is live, in one
         transaction (read-only: nothing is repaired). :class:`SessionNotFound` if not stored;
         a gap in the seqs is :class:`SessionCorrupt`."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         where = self._where(session_id)
 
         def fn(cur: psycopg.Cursor[Any]) -> StoredLog | None:
@@ -741,6 +730,7 @@ class PostgresStore:
 
     async def lease_of(self, session_id: str) -> tuple[str | None, int, bool] | None:
         """``(owner, token, current)`` of a session's lease, or ``None`` if it is not stored."""
+        check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
 
         def fn(cur: psycopg.Cursor[Any]) -> tuple[str | None, int, bool] | None:
             cur.execute(
