@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_agent.cli import errors as cli_errors
-from trio_agent.cli import parser as cli_parser
+from trio_agent.cli import errors as cli_errors, parser as cli_parser
 from trio_agent.cli.conform import load_vectors
 from trio_agent.cli.errors import epilog
 

@@ -50,115 +50,90 @@ The names below are the public contract; the subpackages hold the rest.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .cancel import CancelCause
+    # The public names, spelled once: ``__all__`` and the lazy imports below are read from
+    # these lines (``_exports``), and type checkers read them as re-exports.
+    from .cancel import CancelCause as CancelCause
     from .log import (
-        ConsumedWork,
-        Event,
-        Header,
-        LogChecker,
-        LogViolation,
-        Scan,
-        TruncateReport,
-        fold_consumed_work,
-        repair_closers,
-        scan_log,
-        truncate_open_turn,
+        ConsumedWork as ConsumedWork,
+        Event as Event,
+        Header as Header,
+        LogChecker as LogChecker,
+        LogViolation as LogViolation,
+        Scan as Scan,
+        TruncateReport as TruncateReport,
+        fold_consumed_work as fold_consumed_work,
+        repair_closers as repair_closers,
+        scan_log as scan_log,
+        truncate_open_turn as truncate_open_turn,
     )
-    from .log.render import render_timeline
-    from .models import Model, ModelError, ModelRequest, ScriptedModel
+    from .log.render import render_timeline as render_timeline
+    from .models import (
+        Model as Model,
+        ModelError as ModelError,
+        ModelRequest as ModelRequest,
+        ScriptedModel as ScriptedModel,
+    )
     from .runtime import (
-        Agent,
-        AgentError,
-        AllowAll,
-        Approver,
-        Hooks,
-        InboxDropped,
-        Reject,
-        RuntimeEvent,
-        StatusChanged,
-        TurnContext,
-        TurnController,
-        TurnEnded,
-        TurnOutcome,
-        TurnPrevented,
-        TurnStarted,
-        new_message,
-        open_agent,
+        Agent as Agent,
+        AgentError as AgentError,
+        AllowAll as AllowAll,
+        Approver as Approver,
+        Hooks as Hooks,
+        InboxDropped as InboxDropped,
+        Reject as Reject,
+        RuntimeEvent as RuntimeEvent,
+        StatusChanged as StatusChanged,
+        TurnContext as TurnContext,
+        TurnController as TurnController,
+        TurnEnded as TurnEnded,
+        TurnOutcome as TurnOutcome,
+        TurnPrevented as TurnPrevented,
+        TurnStarted as TurnStarted,
+        new_message as new_message,
+        open_agent as open_agent,
     )
     from .store import (
-        JsonlStore,
-        LiveTurnOpen,
-        RepairReport,
-        Session,
-        SessionCorrupt,
-        SessionExists,
-        SessionLocked,
-        SessionNotFound,
-        StoreError,
-        UnsupportedFormat,
-        repair_file,
+        JsonlStore as JsonlStore,
+        LiveTurnOpen as LiveTurnOpen,
+        RepairReport as RepairReport,
+        Session as Session,
+        SessionCorrupt as SessionCorrupt,
+        SessionExists as SessionExists,
+        SessionLocked as SessionLocked,
+        SessionNotFound as SessionNotFound,
+        StoreError as StoreError,
+        UnsupportedFormat as UnsupportedFormat,
+        repair_file as repair_file,
     )
-    from .tools.base import Tool, ToolCall, ToolContext, ToolOutcome
-    from .tools.builtin import EchoTool, SleepTool
-    from .tools.subprocess_tool import BashTool, SubprocessTool
+    from .tools.base import (
+        Tool as Tool,
+        ToolCall as ToolCall,
+        ToolContext as ToolContext,
+        ToolOutcome as ToolOutcome,
+    )
+    from .tools.builtin import EchoTool as EchoTool, SleepTool as SleepTool
+    from .tools.subprocess_tool import BashTool as BashTool, SubprocessTool as SubprocessTool
+
+
+def _exports() -> dict[str, str]:
+    """Public name -> the submodule defining it, read from the ``TYPE_CHECKING`` imports
+    above: the one place the names are spelled."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If))
+    return {
+        alias.name: "." * node.level + (node.module or "")
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
 
 #: Public name -> the submodule defining it. Imported on first use (PEP 562), so the file
 #: commands (``trio-agent check``) start without importing trio, the store or the runtime.
-_EXPORTS: dict[str, str] = {
-    "Agent": ".runtime",
-    "AgentError": ".runtime",
-    "AllowAll": ".runtime",
-    "Approver": ".runtime",
-    "BashTool": ".tools.subprocess_tool",
-    "CancelCause": ".cancel",
-    "ConsumedWork": ".log",
-    "EchoTool": ".tools.builtin",
-    "Event": ".log",
-    "Header": ".log",
-    "Hooks": ".runtime",
-    "InboxDropped": ".runtime",
-    "JsonlStore": ".store",
-    "LiveTurnOpen": ".store",
-    "LogChecker": ".log",
-    "LogViolation": ".log",
-    "Model": ".models",
-    "ModelError": ".models",
-    "ModelRequest": ".models",
-    "Reject": ".runtime",
-    "RepairReport": ".store",
-    "RuntimeEvent": ".runtime",
-    "Scan": ".log",
-    "ScriptedModel": ".models",
-    "Session": ".store",
-    "SessionCorrupt": ".store",
-    "SessionExists": ".store",
-    "SessionLocked": ".store",
-    "SessionNotFound": ".store",
-    "SleepTool": ".tools.builtin",
-    "StatusChanged": ".runtime",
-    "StoreError": ".store",
-    "SubprocessTool": ".tools.subprocess_tool",
-    "Tool": ".tools.base",
-    "ToolCall": ".tools.base",
-    "ToolContext": ".tools.base",
-    "ToolOutcome": ".tools.base",
-    "TruncateReport": ".log",
-    "TurnContext": ".runtime",
-    "TurnController": ".runtime",
-    "TurnEnded": ".runtime",
-    "TurnOutcome": ".runtime",
-    "TurnPrevented": ".runtime",
-    "TurnStarted": ".runtime",
-    "UnsupportedFormat": ".store",
-    "fold_consumed_work": ".log",
-    "new_message": ".runtime",
-    "open_agent": ".runtime",
-    "render_timeline": ".log.render",
-    "repair_closers": ".log",
-    "repair_file": ".store",
-    "scan_log": ".log",
-    "truncate_open_turn": ".log",
-}
+_EXPORTS: dict[str, str] = _exports()
 
 
 def __getattr__(name: str) -> Any:
@@ -174,58 +149,4 @@ def __getattr__(name: str) -> Any:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Agent",
-    "AgentError",
-    "AllowAll",
-    "Approver",
-    "BashTool",
-    "CancelCause",
-    "ConsumedWork",
-    "EchoTool",
-    "Event",
-    "Header",
-    "Hooks",
-    "InboxDropped",
-    "JsonlStore",
-    "LiveTurnOpen",
-    "LogChecker",
-    "LogViolation",
-    "Model",
-    "ModelError",
-    "ModelRequest",
-    "Reject",
-    "RepairReport",
-    "RuntimeEvent",
-    "Scan",
-    "ScriptedModel",
-    "Session",
-    "SessionCorrupt",
-    "SessionExists",
-    "SessionLocked",
-    "SessionNotFound",
-    "SleepTool",
-    "StatusChanged",
-    "StoreError",
-    "SubprocessTool",
-    "Tool",
-    "ToolCall",
-    "ToolContext",
-    "ToolOutcome",
-    "TruncateReport",
-    "TurnContext",
-    "TurnController",
-    "TurnEnded",
-    "TurnOutcome",
-    "TurnPrevented",
-    "TurnStarted",
-    "UnsupportedFormat",
-    "fold_consumed_work",
-    "new_message",
-    "open_agent",
-    "render_timeline",
-    "repair_closers",
-    "repair_file",
-    "scan_log",
-    "truncate_open_turn",
-]
+__all__ = sorted(_EXPORTS)

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import CLI
-from support.cli import cli as run_cli
+from support.cli import CLI, cli as run_cli
 from support.polling import HANG_GUARD, until_sync
 from support.proc import in_group
 from support.procenv import child_env

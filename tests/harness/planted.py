@@ -20,12 +20,13 @@ import pytest
 import trio
 
 from trio_agent.cancel import CancelCause, require_cause
-from trio_agent.log import build as build_module
-from trio_agent.log import repair as repair_module
+from trio_agent.log import build as build_module, repair as repair_module
 from trio_agent.log.events import Event
-from trio_agent.runtime import agent as agent_module
-from trio_agent.runtime import scheduler as scheduler_module
-from trio_agent.runtime import turn as turn_module
+from trio_agent.runtime import (
+    agent as agent_module,
+    scheduler as scheduler_module,
+    turn as turn_module,
+)
 from trio_agent.runtime.controller import TurnController
 from trio_agent.runtime.events import OutcomeKind, TurnOutcome
 from trio_agent.runtime.run_state import RunState, Target

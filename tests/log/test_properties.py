@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from trio_agent.log import (
     Event,

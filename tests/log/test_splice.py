@@ -9,8 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from trio_agent.log import LogChecker, LogViolation, event_from_json
 from trio_agent.log.checker_fast import feed_fast

@@ -31,12 +31,12 @@ from trio_agent.log import (
     decode_event,
     decode_header,
     event_to_json,
+    events as events_module,
     fold_consumed_work,
     repair_closers,
     split_log,
     truncate_open_turn,
 )
-from trio_agent.log import events as events_module
 from trio_agent.log.scan import scan_log
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"

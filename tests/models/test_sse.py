@@ -6,8 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from trio_agent.models.sse import SSEDecoder, SSEEvent, TooLarge
 

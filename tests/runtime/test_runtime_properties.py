@@ -11,8 +11,7 @@ import os
 from typing import Any
 
 import trio
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from runtime_fakes import turn_ends
 
 from trio_agent.log import check_events, fold_consumed_work

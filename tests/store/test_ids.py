@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from trio_agent.store import escape_id
 from trio_agent.store.ids import MAX_PLAIN

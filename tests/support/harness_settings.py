@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from trio_agent.testing.machine import HarnessMachine
-from trio_agent.testing.machine import run_machine as machine_run
+from trio_agent.testing.machine import HarnessMachine, run_machine as machine_run
 
 
 def _int(name: str, default: int) -> int:

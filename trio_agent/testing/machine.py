@@ -38,9 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
