@@ -22,8 +22,9 @@ session for the duration of an ``async with`` block (spec/cancel.md K1-K8, K21-K
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import logging
+import math
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -75,34 +76,34 @@ class EventStream:
     """
 
     def __init__(self) -> None:
-        self._queue: collections.deque[RuntimeEvent] = collections.deque()
-        self._lot = trio.lowlevel.ParkingLot()
-        self._closed = False
+        # A trio memory channel without a bound: ``_push`` is called from synchronous code
+        # (the agent's emit) and must never block or drop; the agent holds this object only
+        # weakly, so an abandoned iterator frees its buffer with it.
+        self._send, self._receive = trio.open_memory_channel[RuntimeEvent](math.inf)
 
     def _push(self, event: RuntimeEvent) -> None:
-        if not self._closed:
-            self._queue.append(event)
-            self._lot.unpark_all()
+        with contextlib.suppress(trio.ClosedResourceError):  # closed: later events are dropped
+            self._send.send_nowait(event)
 
     def close(self) -> None:
         """Stop receiving; buffered events can still be read."""
-        self._closed = True
-        self._lot.unpark_all()
+        self._send.close()
 
     def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> RuntimeEvent:
-        await trio.lowlevel.checkpoint()
-        while not self._queue:
-            if self._closed:
-                raise StopAsyncIteration
-            await self._lot.park()
-        return self._queue.popleft()
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
 
     def get_nowait(self) -> RuntimeEvent | None:
         """The next buffered event, or ``None``."""
-        return self._queue.popleft() if self._queue else None
+        try:
+            return self._receive.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return None
 
 
 def _check_text(text: object) -> str:
