@@ -53,7 +53,8 @@ WRAP = re.compile(r"\s*\n\s*(?:#:?|//|\*|>)?\s*")
 RULE_DEF = re.compile(r"\*\*([KRCI]\d+)\b")
 RULE_CITE = re.compile(r"(?<![\w./-])([KRCI]\d+)\b(?![\w.-])")
 OUTSIDE = re.compile(
-    r"DESIGN(?:\.md| §)|dsh-semantics|§12\.\d|digest §|\bissue \d+|\bitem \d+"
+    # docs/design.md is ours: a path or a link before it (``docs/design.md``, ``(design.md)``).
+    r"(?<![/(])DESIGN\.md|DESIGN §|dsh-semantics|§12\.\d|digest §|\bissue \d+|\bitem \d+"
     r"|\bthe (?:design )?brief\b|\bthe issue\b|\breference \d",
     re.IGNORECASE,
 )
@@ -224,6 +225,8 @@ def test_the_checks_can_fail() -> None:
         "the " + "issue's bar",
         "Reference" + " 6.4",
     )
+    # Our own docs/design.md, named by its path or linked, is not the outside document.
+    assert broken("[docs/" + "design.md](docs/" + "design.md)", **state) == []
     for bad in outside_samples:
         assert broken(bad, **state) == [
             f"outside citation {OUTSIDE.search(bad).group(0)!r}"  # type: ignore[union-attr]
