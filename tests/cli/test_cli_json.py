@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 import pytest
-from cli_testlib import holding
 from support.cli import cli as run_cli, no_traceback
+from support.cli.testlib import holding
 from support.polling import HANG_GUARD
 
 from trio_agent.cli import main

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import Held, holding
 from support.cli import cli, no_traceback
+from support.cli.testlib import Held, holding
 
 
 @pytest.fixture

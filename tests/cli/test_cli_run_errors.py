@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_testlib import Held, holding
 from support.cli import cli, one_line
+from support.cli.testlib import Held, holding
 
 from trio_agent.log import Header, encode_header
 

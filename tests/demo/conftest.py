@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from demo_helpers import TAG_VAR
+from support.demo.helpers import TAG_VAR
 from support.polling import Hung, until_sync
 from support.proc import kill_tagged, tagged
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 import trio
-from demo_helpers import HANG_GUARD, ServerProcess, server_process
 from support.cdp import INSTALL_HINT, Page, find_chromium, launch_chromium
+from support.demo.helpers import HANG_GUARD, ServerProcess, server_process
 
 SIZES = {"wide": (1280, 800), "narrow": (420, 860)}
 SCENARIOS = ("esc", "kill", "truncate")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import trio
-from demo_helpers import HANG_GUARD
+from support.demo.helpers import HANG_GUARD
 from support.proc import in_group
 
 from trio_agent.demo.engine import Driver, Run, open_run

@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from demo_helpers import REPO
+from support.demo.helpers import REPO
 from support.glossary import GLOSSARY, TERMS
 
 from trio_agent.demo.server import page

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from demo_helpers import HANG_GUARD, TAG_VAR
 from support.cli import CLI
+from support.demo.helpers import HANG_GUARD, TAG_VAR
 from support.polling import until, until_sync
 from support.proc import pids, tagged
 from support.procenv import REPO, child_env

@@ -16,7 +16,7 @@ import orjson
 import pytest
 import trio
 import trio_websocket
-from demo_helpers import HANG_GUARD, ServerProcess, http, server_process
+from support.demo.helpers import HANG_GUARD, ServerProcess, http, server_process
 from support.polling import until
 from support.proc import children_of, in_group
 from support.procenv import child_env

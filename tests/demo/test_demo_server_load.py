@@ -18,8 +18,8 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from demo_helpers import HANG_GUARD
 from support.cli import CLI
+from support.demo.helpers import HANG_GUARD
 from support.procenv import REPO, child_env
 
 HALF_OPEN = 1100

@@ -20,8 +20,8 @@ import struct
 import subprocess
 import termios
 
-from demo_helpers import HANG_GUARD
 from support.cli import CLI
+from support.demo.helpers import HANG_GUARD
 from support.polling import until_sync
 from support.procenv import REPO, child_env
 

@@ -22,8 +22,8 @@ import termios
 from pathlib import Path
 
 import pytest
-from demo_helpers import HANG_GUARD
 from support.cli import CLI, cli
+from support.demo.helpers import HANG_GUARD
 from support.procenv import REPO, child_env
 
 from trio_agent.demo.scenarios import SCENARIOS

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from planted import BUGS, Bug
+from support.harness.planted import BUGS, Bug
 from support.harness_report import FOUND
 from support.harness_settings import PLANTED_SEED, run_machine
 

@@ -13,7 +13,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from runtime_fakes import (
+from support.runtime.fakes import (
     FakeModel,
     GatedSession,
     GatedTool,

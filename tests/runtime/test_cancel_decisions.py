@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from running import hanging, record, running_turn
-from runtime_fakes import (
+from support.runtime.fakes import (
     FakeModel,
     GatedSession,
     GatedTool,
@@ -25,6 +24,7 @@ from runtime_fakes import (
     turn_ends,
     user_texts,
 )
+from support.runtime.running import hanging, record, running_turn
 
 from trio_agent.log import fold_consumed_work
 from trio_agent.log.splice import SpliceKind, splice_kind

@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 from hypothesis import HealthCheck, given, settings, strategies as st
-from runtime_fakes import turn_ends
+from support.runtime.fakes import turn_ends
 
 from trio_agent.log import check_events, fold_consumed_work
 from trio_agent.models import ScriptedModel

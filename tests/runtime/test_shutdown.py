@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from runtime_fakes import (
+from support.runtime.fakes import (
     FakeModel,
     GatedTool,
     Wait,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from runtime_fakes import (
+from support.runtime.fakes import (
     FakeModel,
     GatedSession,
     GatedTool,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pg_cluster import pg_cluster, pg_dsn
-from store_kit import StoreKit
+from support.store.cluster import pg_cluster, pg_dsn
+from support.store.kit import StoreKit
 
 __all__ = ["any_store", "pg_cluster", "pg_dsn"]
 

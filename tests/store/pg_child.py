@@ -29,9 +29,9 @@ from typing import Any
 
 import trio
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
 
-from store_workload import turn_script
+from support.store.workload import turn_script
 
 from trio_agent.store import (
     JsonlStore,

@@ -31,9 +31,9 @@ from typing import Any
 import orjson
 import trio
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
 
-from store_workload import workload
+from support.store.workload import workload
 
 from trio_agent.log import encode_event
 from trio_agent.store import FileOps, JsonlStore, PostgresStore, SessionNotFound, Store, repair_file

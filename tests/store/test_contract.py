@@ -14,10 +14,10 @@ import os
 import pytest
 import trio
 import trio.testing
-from pg_helpers import TURN, Child, close_turn
-from store_kit import StoreKit
-from store_setup import Clock, open_turn, play, writer_of
 from support.polling import until
+from support.store.kit import StoreKit
+from support.store.pg import TURN, Child, close_turn
+from support.store.setup import Clock, open_turn, play, writer_of
 
 from trio_agent.log import Event, check_events, encode_event
 from trio_agent.store import (

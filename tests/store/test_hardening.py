@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from store_helpers import sha256
+from support.store.helpers import sha256
 
 from trio_agent.store import JsonlStore, repair_file
 from trio_agent.store.errors import CreateFailed, NotALogFile, SessionExists, WriteFailed

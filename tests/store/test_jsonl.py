@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from store_helpers import read_log, sha256
-from store_setup import Clock, open_turn, play
+from support.store.helpers import read_log, sha256
+from support.store.setup import Clock, open_turn, play
 
 from trio_agent.store import (
     JsonlStore,

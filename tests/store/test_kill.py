@@ -21,10 +21,10 @@ import attrs
 import psycopg
 import pytest
 import trio
-from pg_helpers import wait_lease_lapsed
-from store_helpers import Zygote, read_log, sha256
-from store_workload import workload
 from support.polling import until_sync
+from support.store.helpers import Zygote, read_log, sha256
+from support.store.pg import wait_lease_lapsed
+from support.store.workload import workload
 
 from trio_agent.log import Event, check_events, decode_event, encode_event, repair_closers
 from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, Store, repair_file

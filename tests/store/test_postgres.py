@@ -1,7 +1,7 @@
 """The database store's own rules: leases, takeover, fencing, a server that goes away.
 
 The contract both backends share is in test_contract.py. Every test runs against real parts:
-a throwaway PostgreSQL cluster started by the fixture (tests/store/pg_cluster.py), real child
+a throwaway PostgreSQL cluster started by the fixture (tests/support/store/cluster.py), real child
 processes, real SIGKILL/SIGSTOP/SIGCONT. Lease expiry is driven by the database clock: a test
 that needs a lease to lapse asks the database how long is left and waits that long, then asks
 again; no verdict depends on speed.
@@ -14,8 +14,8 @@ import signal
 
 import psycopg
 import pytest
-from pg_cluster import Cluster
-from pg_helpers import TURN, Child, close_turn, rows, wait_lease_lapsed
+from support.store.cluster import Cluster
+from support.store.pg import TURN, Child, close_turn, rows, wait_lease_lapsed
 
 from trio_agent.log import check_events, encode_event
 from trio_agent.store import (

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import trio
-from pg_helpers import force_expiry, rows
+from support.store.pg import force_expiry, rows
 
 from trio_agent.log import check_events, encode_event
 from trio_agent.models.scripted import ScriptedModel

@@ -1,5 +1,5 @@
 """The command line on a database store: the real ``trio-agent`` in a subprocess, against the
-throwaway PostgreSQL server of pg_cluster.py, reached through its Unix socket only.
+throwaway PostgreSQL server of tests/support/store/cluster.py, reached through its Unix socket only.
 
 ``run --store DSN`` and ``sessions --store DSN``; ``check``/``show``/``repair`` with
 ``--store DSN --session ID`` read the rows back as the session's JSONL log and run the file
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 import trio
-from pg_cluster import Cluster
-from pg_helpers import TURN, force_expiry, rows
 from support.cli import CLI, cli, one_line
 from support.lines import LineReader
 from support.polling import HANG_GUARD
 from support.procenv import child_env
+from support.store.cluster import Cluster
+from support.store.pg import TURN, force_expiry, rows
 
 from trio_agent.log import encode_event
 from trio_agent.store import PostgresStore, postgres

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import trio
-from store_helpers import assert_valid_balanced, sha256
-from store_workload import workload
 from support.polling import until
 from support.proc import has_env, in_group, tagged
+from support.store.helpers import assert_valid_balanced, sha256
+from support.store.workload import workload
 
 from trio_agent.log import (
     OTHER_HOST_TEXT,

@@ -8,8 +8,8 @@ import os
 import random
 from pathlib import Path
 
-from store_helpers import assert_valid_balanced, sha256
-from store_workload import workload
+from support.store.helpers import assert_valid_balanced, sha256
+from support.store.workload import workload
 
 from trio_agent.cli.errors import BROKEN, OK, REFUSED, UNREADABLE
 from trio_agent.cli.repair_write import run_repair_file

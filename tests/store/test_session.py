@@ -7,7 +7,7 @@ import random
 
 import pytest
 import trio
-from store_workload import workload
+from support.store.workload import workload
 
 from trio_agent.log import LogViolation, encode_event, repair_closers
 from trio_agent.store import ReentrantAppend, Session, SessionClosed

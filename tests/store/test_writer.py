@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from store_helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_log
-from store_setup import writer_of
 from support.polling import until
+from support.store.helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_log
+from support.store.setup import writer_of
 
 from trio_agent.log import encode_event
 from trio_agent.store import (

@@ -17,7 +17,8 @@ from support.harness_settings import SEED
 from trio_agent.testing.machine import COVERAGE, EXAMPLES
 from trio_agent.testing.protocol import POINTS
 
-#: bug name -> the rules of the shrunk counterexample the machine found (tests/harness/planted.py).
+#: bug name -> the rules of the shrunk counterexample the machine found
+#: (tests/support/harness/planted.py).
 FOUND: dict[str, list[str]] = {}
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from support.proc import kill_tagged, tagged, zombie_children
-from tools_testlib import TAG_VAR
+from support.tools.testlib import TAG_VAR
 
 from trio_agent.procs.containment import POLICY_VAR
 

@@ -28,7 +28,14 @@ import trio
 from support.polling import until
 from support.proc import alive, in_namespace, namespace_below, tagged
 from support.procenv import REPO, child_env
-from tools_testlib import HANG_GUARD, RUNTIME, LineReader, Recorder, as_user, kill_runtime_mid_tool
+from support.tools.testlib import (
+    HANG_GUARD,
+    RUNTIME,
+    LineReader,
+    Recorder,
+    as_user,
+    kill_runtime_mid_tool,
+)
 
 from trio_agent.log import REAPED_TEXTS, build
 from trio_agent.log.codec import encode_event, encode_header
@@ -364,7 +371,7 @@ async def test_required_containment_where_none_can_be_had_starts_nothing(tmp_pat
         (bin_dir / program).symlink_to(found)
     program = (
         "import sys, trio\n"
-        "from tools_testlib import Recorder\n"
+        "from support.tools.testlib import Recorder\n"
         "from trio_agent.tools import BashTool\n"
         "from trio_agent.tools.base import ToolCall\n"
         "async def main():\n"
@@ -377,7 +384,7 @@ async def test_required_containment_where_none_can_be_had_starts_nothing(tmp_pat
         "trio.run(main)\n"
     )
     env = child_env(PATH=str(bin_dir))
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests" / "tools"), str(REPO / "tests")])
+    env["PYTHONPATH"] = str(REPO / "tests")
     done = subprocess.run(
         [sys.executable, "-c", program],
         cwd=tmp_path,

@@ -19,7 +19,7 @@ import trio
 from support.polling import until
 from support.proc import tagged
 from support.procenv import REPO
-from tools_testlib import Recorder, group_options, runtime_killed_mid_tool
+from support.tools.testlib import Recorder, group_options, runtime_killed_mid_tool
 
 from trio_agent.procs import census
 from trio_agent.procs.census import MARKER_VAR, identity_marker

@@ -16,7 +16,7 @@ import pytest
 import trio
 from support.polling import until
 from support.proc import alive, in_group, ppid
-from tools_testlib import (
+from support.tools.testlib import (
     PONG_CHILD,
     LineReader,
     ping,

@@ -10,7 +10,7 @@ import pytest
 import trio
 from support.polling import until
 from support.proc import alive, in_group, state
-from tools_testlib import wait_members
+from support.tools.testlib import wait_members
 
 from trio_agent.procs.census import boot_id, group_members, parse_identity, process_identity
 from trio_agent.procs.terminate import terminate_group

@@ -17,7 +17,7 @@ import pytest
 import trio
 from support.polling import until
 from support.proc import alive, in_group, ppid, tagged
-from tools_testlib import (
+from support.tools.testlib import (
     HANG_GUARD,
     TAG_VAR,
     Recorder,

@@ -9,7 +9,7 @@ import pytest
 import trio
 from support.polling import until
 from support.proc import in_group
-from tools_testlib import HANG_GUARD, Recorder
+from support.tools.testlib import HANG_GUARD, Recorder
 
 from trio_agent.tools.base import Tool, ToolCall, ToolOutcome
 from trio_agent.tools.subprocess_tool import BadArguments, BashTool, SubprocessTool

@@ -15,10 +15,10 @@ from typing import Any
 
 import attrs
 import trio
+
 from support.polling import until
 from support.proc import alive, in_group
 from support.procenv import child_env
-
 from trio_agent.cancel import ControllerView
 from trio_agent.tools.base import Stream
 from trio_agent.tools.run_group import GroupResult, ProcessOptions, Spawned

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from support.lines import LineReader
 from support.procenv import child_env
-
 from trio_agent.log import Event, check_events, decode_event, split_log
 from trio_agent.store import FileOps
 
-HERE = Path(__file__).resolve().parent
+#: The store tests' folder, where the child programs live.
+HERE = Path(__file__).resolve().parents[2] / "store"
 CHILD = HERE / "store_child.py"
 TIMEOUT = 30.0  # generous: only a hung child ever reaches it
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+
 from support.polling import HANG_GUARD
 
 HOLDER = textwrap.dedent(

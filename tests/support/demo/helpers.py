@@ -13,6 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 
 import trio
+
 from support.procenv import REPO, child_env
 
 TAG_VAR = "TRIO_AGENT_DEMO_TEST_TAG"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import random
 
-from store_workload import workload
-
+from support.store.workload import workload
 from trio_agent.store import Session
 from trio_agent.store.writer import Writer
 

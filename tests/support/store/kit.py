@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from pg_helpers import wait_lease_lapsed
-from store_helpers import EIO, FaultyOps
 
+from support.store.helpers import EIO, FaultyOps
+from support.store.pg import wait_lease_lapsed
 from trio_agent.log import split_log
 from trio_agent.store import JsonlStore, PostgresStore, escape_id
 

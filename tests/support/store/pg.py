@@ -10,10 +10,12 @@ from typing import Any
 
 import psycopg
 import trio
+
 from support.lines import LineReader
 from support.procenv import child_env
 
-HERE = Path(__file__).resolve().parent
+#: The store tests' folder, where the child programs live.
+HERE = Path(__file__).resolve().parents[2] / "store"
 CHILD = HERE / "pg_child.py"
 HANG_GUARD = 120.0  # only a hung child ever reaches it
 

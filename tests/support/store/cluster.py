@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from support.pgcluster import Cluster, PostgresUnavailable, throwaway_cluster
 
 __all__ = ["Cluster", "pg_cluster", "pg_dsn"]

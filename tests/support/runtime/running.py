@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import attrs
-from runtime_fakes import FakeModel, GatedTool, Wait, call, finish, text
 
+from support.runtime.fakes import FakeModel, GatedTool, Wait, call, finish, text
 from trio_agent.runtime import Agent, RuntimeEvent, open_agent
 from trio_agent.store import Session
 
