@@ -29,7 +29,8 @@ $(STAMP): pyproject.toml constraints.txt
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench scripts docs/tutorial
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts docs/tutorial
-	$(VENV)/bin/mypy --strict trio_agent docs/tutorial
+	$(VENV)/bin/mypy --strict trio_agent
+	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
 
 # The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
 # worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every

@@ -145,6 +145,7 @@ def test_a_class_or_a_dict_takes_an_object_and_says_so(
 
 
 def test_the_value_itself_must_be_an_object() -> None:
+    value: object
     for value in ([], "x", None):
         with pytest.raises(TypeError) as info:
             strict_converter().structure(value, Message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,15 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
 HANG_GUARD = 180.0
 
 
+def stepped(driver: Driver, n: int) -> Callable[[], bool]:
+    """The driver completed step ``n``, or failed."""
+
+    def reached() -> bool:
+        return driver.completed >= n or driver.error is not None
+
+    return reached
+
+
 async def record(name: str) -> dict[str, Any]:
     """Play scenario ``name`` to the end, tear the run down, return what the view was fed."""
     with trio.fail_after(HANG_GUARD):
@@ -35,9 +45,7 @@ async def record(name: str) -> dict[str, Any]:
                 await run.wait_until(lambda: driver.ready, "setup")
                 for n in range(1, len(driver.scenario.steps) + 1):
                     driver.step()
-                    await run.wait_until(
-                        lambda n=n: driver.completed >= n or driver.error is not None, "a step"
-                    )
+                    await run.wait_until(stepped(driver, n), "a step")
                     if driver.error is not None:
                         raise SystemExit(f"scenario {name}: {driver.error}")
                 nursery.cancel_scope.cancel()

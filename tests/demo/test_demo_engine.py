@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import trio
-from support.demo.helpers import HANG_GUARD
+from support.demo.helpers import HANG_GUARD, stepped
 from support.proc import in_group
 
 from trio_agent.demo.engine import Driver, Run, open_run
@@ -62,9 +62,7 @@ async def play(name: str, steps: int | None = None) -> Played:
                 total = len(driver.scenario.steps) if steps is None else steps
                 for n in range(1, total + 1):
                     driver.step()
-                    await run.wait_until(
-                        lambda n=n: driver.completed >= n or driver.error is not None, "a step"
-                    )
+                    await run.wait_until(stepped(driver, n), "a step")
                     assert driver.error is None, driver.error
                 run.poll_log()
                 snapshot = driver.snapshot()
@@ -263,7 +261,7 @@ async def test_teardown_after_kill_stops_the_orphan(monkeypatch: pytest.MonkeyPa
                 await run.wait_until(lambda: driver.ready, "setup")
                 for n in (1, 2):
                     driver.step()
-                    await run.wait_until(lambda n=n: driver.completed >= n, "a step")
+                    await run.wait_until(stepped(driver, n, stop_on_error=False), "a step")
                 pgid = run.find("tool/spawned")[0].data["pgid"]
                 assert in_group(pgid)  # orphaned, still running
                 nursery.cancel_scope.cancel()

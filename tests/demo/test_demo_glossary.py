@@ -7,8 +7,8 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from support.demo.helpers import REPO
 from support.glossary import GLOSSARY, TERMS
+from support.procenv import REPO
 
 from trio_agent.demo.server import page
 
@@ -44,7 +44,7 @@ def test_check_mode_reports_a_stale_copy(tmp_path: Path) -> None:
     gen = generator()
     stale = tmp_path / "index.html"
     stale.write_text(page().decode().replace("<dt>Tick</dt>", "<dt>Tock</dt>"), encoding="utf-8")
-    gen.PAGE = stale
+    gen.PAGE = stale  # type: ignore[attr-defined]  # the script's module, loaded by path
     assert gen.main(["--check"]) == 1
     assert gen.main([]) == 0
     assert gen.main(["--check"]) == 0

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import trio
 from support.cli import CLI
-from support.demo.helpers import HANG_GUARD, TAG_VAR
+from support.demo.helpers import HANG_GUARD, TAG_VAR, stepped
 from support.polling import until, until_sync
 from support.proc import pids, tagged
 from support.procenv import REPO, child_env
@@ -86,9 +86,7 @@ async def test_a_reader_may_stay_on_every_step(name: str) -> None:
                 stayed = 0
                 for n in range(1, len(driver.scenario.steps) + 1):
                     driver.step()
-                    await run.wait_until(
-                        lambda n=n: driver.completed >= n or driver.error is not None, "a step"
-                    )
+                    await run.wait_until(stepped(driver, n), "a step")
                     assert driver.error is None, driver.error
                     if _suites_in(run.workdir):
                         stayed += 1
@@ -157,7 +155,7 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
         def prompts() -> int:
             nonlocal out
             try:
-                chunk = proc.stdout.read() if proc.stdout else None  # type: ignore[union-attr]
+                chunk = proc.stdout.read() if proc.stdout else None
             except BlockingIOError:
                 chunk = None
             if chunk:
@@ -165,16 +163,22 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
             return out.count(b"[Enter] next")
 
         for n in range(1, len(SCENARIOS["kill"].steps) + 1):
-            until_sync(lambda n=n: prompts() >= n or proc.poll() is not None, period=0.01)
+
+            def prompted(n: int = n) -> bool:
+                return prompts() >= n or proc.poll() is not None
+
+            until_sync(prompted, period=0.01)
             assert proc.poll() is None, out.decode(errors="replace")
             suites = [pid for pid, cmd in tagged(TAG_VAR, tag).items() if SUITE in cmd.split()]
             for pid in suites:
                 workdir = _cwd(pid)
                 if workdir is not None:
                     start = _ticks(Path(workdir))
-                    until_sync(
-                        lambda w=workdir, s=start: _ticks(Path(w)) >= s + LONG_STAY, period=0.01
-                    )
+
+                    def stayed(w: str = workdir, s: int = start) -> bool:
+                        return _ticks(Path(w)) >= s + LONG_STAY
+
+                    until_sync(stayed, period=0.01)
             proc.stdin.write(b"\n")
             proc.stdin.flush()
         os.set_blocking(proc.stdout.fileno(), True)

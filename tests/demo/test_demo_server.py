@@ -216,7 +216,7 @@ async def test_oversized_message_closes_with_1009_and_server_stays_up(
         with pytest.raises(trio_websocket.ConnectionClosed) as info, trio.fail_after(HANG_GUARD):
             while True:
                 await ws.get_message()
-        assert info.value.reason.code == 1009
+        assert info.value.reason is not None and info.value.reason.code == 1009
     async with client(server) as ws:
         await send(ws, {"type": "ping"})
         await next_of(ws, "pong")

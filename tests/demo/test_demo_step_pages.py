@@ -91,7 +91,7 @@ def test_step_on_a_small_terminal_pages_each_step_under_its_caption() -> None:
     screens = [s for s in re.split(r"(?<=stop: )\n?", out)]
     steps = SCENARIOS["kill"].steps
     assert answered >= len(steps) + 1  # more than one prompt per step: some were paged
-    seen = set()
+    seen: set[int] = set()
     for screen in screens[:-1]:  # the last holds the end, after the last prompt
         lines = screen.split("\n")
         assert len(lines) <= ROWS, f"a screen of {len(lines)} lines:\n{screen}"

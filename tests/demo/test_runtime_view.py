@@ -242,7 +242,7 @@ def test_the_view_and_the_reports_are_pure() -> None:
     for module in (view_module, reports_module, snapshot_module, contrast_module, playback_module):
         assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-        imported = set()
+        imported: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 imported.update(a.name.split(".")[0] for a in node.names)

@@ -194,6 +194,7 @@ def test_a_reply_or_a_state_that_is_not_an_object_is_refused_as_such(tmp_path: P
     """Not a ``KeyError`` or an ``AttributeError``'s words: what was expected, and where."""
     traffic = _traffic(tmp_path, REQUESTS[:3])
     reply = next(obj["reply"] for op, obj in traffic if op == "followup" and "reply" in obj)
+    value: Any
     for where, bad, names in [
         (None, None, "reply to 'followup': expected an object, got NoneType None"),
         (None, [1], "reply to 'followup': expected an object, got list [1]"),

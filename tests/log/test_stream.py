@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,9 @@ FAST_TYPES = tuple(DATA_CLASSES)
 #: The two it tests inline, which the mutations favour.
 HOT_TYPES = ("assistant/chunk", "tool/output")
 
+#: What draws a value: a ``@composite``'s ``draw`` or ``DataObject.draw``.
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
 
 def state(checker: LogChecker) -> Any:
     """Everything a checker knows, as comparable values."""
@@ -70,7 +73,7 @@ def state(checker: LogChecker) -> Any:
     )
 
 
-def mutations(draw: st.DrawFn, obj: dict[str, Any], events: list[Event]) -> dict[str, Any]:
+def mutations(draw: Draw, obj: dict[str, Any], events: list[Event]) -> dict[str, Any]:
     """One change to a line's JSON object: envelope, data fields, or a borrowed type."""
     obj = copy.deepcopy(obj)
     data = obj["data"]
@@ -210,11 +213,11 @@ def mutations(draw: st.DrawFn, obj: dict[str, Any], events: list[Event]) -> dict
 def test_fast_path_accepts_only_what_feed_accepts(events: list[Event], data: st.DataObject) -> None:
     # Bias towards the two types tested inline: they are most of a long log.
     fast_at = [i for i, e in enumerate(events) if e.type in HOT_TYPES]
-    index = data.draw(
-        st.sampled_from(fast_at)
-        if fast_at and data.draw(st.booleans())
-        else st.integers(0, len(events) - 1)
+    hot = bool(fast_at) and data.draw(st.booleans())
+    where: st.SearchStrategy[int] = (
+        st.sampled_from(fast_at) if hot else st.integers(0, len(events) - 1)
     )
+    index = data.draw(where)
     fast = check_events(events[:index])
     slow = check_events(events[:index])
     before = state(fast)
@@ -426,7 +429,7 @@ json_values = st.recursive(
 )
 
 
-def _twin(draw: st.DrawFn, value: Any) -> Any:
+def _twin(draw: Draw, value: Any) -> Any:
     """A value ``==`` to ``value`` in Python, with booleans and numbers maybe swapped."""
     if isinstance(value, dict):
         return {k: _twin(draw, v) for k, v in value.items()}

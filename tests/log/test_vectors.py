@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ def file_bytes(vector: dict[str, Any]) -> bytes:
     if "file_hex" in vector:  # bytes that are not UTF-8 cannot be written as JSON strings
         return bytes.fromhex(vector["file_hex"])
     lines = b"".join(line.encode() + b"\n" for line in vector["log"])
-    return lines + vector.get("torn", "").encode()
+    torn: str = vector.get("torn", "")
+    return lines + torn.encode()
 
 
 @attrs.define
@@ -319,9 +321,16 @@ def test_schema_and_attrs_classes_list_the_same_fields() -> None:
     assert set(HEADER_SCHEMA["required"]) == header_names
 
 
+def _of_rule(rule: str) -> Callable[[dict[str, Any]], bool]:
+    def of_rule(vector: dict[str, Any]) -> bool:
+        return bool(vector["expect"].get("rule") == rule)
+
+    return of_rule
+
+
 def test_every_folder_has_vectors() -> None:
     folders = {cid.split("/")[0] for cid in VECTORS}
     assert folders == {"valid", "invalid", "unreadable", "repair", "fold", "truncate", "torn"}
     rules = {VECTORS[cid]["expect"]["rule"] for cid in ids(lambda v: "rule" in v["expect"])}
-    per_rule = {r: len(ids(lambda v, r=r: v["expect"].get("rule") == r)) for r in rules}
+    per_rule = {r: len(ids(_of_rule(r))) for r in rules}
     assert all(per_rule.get(f"I{k}", 0) >= 2 for k in range(20)), per_rule

@@ -35,11 +35,12 @@ def model(provider: Provider, **kwargs: Any) -> OpenAIChatModel:
 
 
 def results(session: Session) -> list[dict[str, Any]]:
-    return [e.data for e in session.events if e.type == "tool/result"]
+    return [dict(e.data) for e in session.events if e.type == "tool/result"]
 
 
 def turn_end(session: Session) -> dict[str, Any]:
-    return [e.data["reason"] for e in session.events if e.type == "turn/end"][-1]
+    reasons = [e.data["reason"] for e in session.events if e.type == "turn/end"]
+    return dict(reasons[-1])
 
 
 async def test_a_two_step_turn_with_a_tool_call_split_over_deltas() -> None:

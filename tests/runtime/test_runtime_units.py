@@ -20,7 +20,7 @@ from trio_agent.models import (
     split_text,
 )
 from trio_agent.runtime import CANCEL_KINDS, CancelCause, TurnContext, TurnController
-from trio_agent.tools.base import ToolCall
+from trio_agent.tools.base import Stream, ToolCall
 from trio_agent.tools.builtin import EchoTool, SleepTool
 
 # -- causes ---------------------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def test_the_view_is_read_only_and_live() -> None:
     c.bind(7)
     c.cancel(CancelCause.user())
     assert (view.cancel_called, view.cause) == (True, CancelCause.user())
-    assert view.turn == 7  # type: ignore[attr-defined]
+    assert view.turn == 7
     with pytest.raises(AttributeError):
         view.cause = None  # type: ignore[misc]
 
@@ -308,10 +308,12 @@ class Ctx:
         self.out: list[tuple[str, str]] = []
         self.details: list[str] = []
 
-    def output(self, stream: str, text: str) -> None:
+    def output(self, stream: Stream, text: str) -> None:
         self.out.append((stream, text))
 
-    def spawned(self, pgid: int, identity: str) -> None:  # pragma: no cover
+    def spawned(
+        self, pgid: int, identity: str, *, containment: str | None = None, owner: str | None = None
+    ) -> None:  # pragma: no cover
         raise AssertionError
 
     def abort_detail(self, text: str) -> None:

@@ -62,7 +62,8 @@ def script(tag: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def readline() -> str:
-    return (await trio.to_thread.run_sync(sys.stdin.readline)).strip()
+    line: str = await trio.to_thread.run_sync(sys.stdin.readline)
+    return line.strip()
 
 
 async def hold(backend: str, sid: str, lease: float, n: int) -> None:

@@ -195,7 +195,7 @@ async def test_a_failed_close_says_the_events_are_lost(tiny_disk: Path) -> None:
         )
         with pytest.raises(WriteFailed) as info:
             await session.aclose()
-    message = str(info.value)
-    assert "are lost" in message and "will be retried" not in message
+    said = str(info.value)
+    assert "are lost" in said and "will be retried" not in said
     assert info.value.closing and info.value.errno == errno.ENOSPC
     assert (root / "s" / "session.jsonl").read_bytes().count(b"\n") == 1  # a valid prefix

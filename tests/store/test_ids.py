@@ -10,7 +10,7 @@ from trio_agent.store.ids import MAX_PLAIN
 
 #: Every id a store takes (spec/persistence.md §1): no lone surrogate, no NUL.
 ids = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=400
+    st.characters(exclude_categories=["Cs"], exclude_characters="\0"), min_size=1, max_size=400
 )
 
 

@@ -10,6 +10,7 @@ traceback.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -117,7 +118,7 @@ async def test_live_session_is_never_repaired(uri: str, pg_dsn: str) -> None:
         before = rows(pg_dsn, "s1")
         for argv in (["repair"], ["repair", "--write"]):
             done = await trio.to_thread.run_sync(
-                lambda argv=argv: trio_agent(*argv, "--store", uri, "--session", "s1")
+                functools.partial(trio_agent, *argv, "--store", uri, "--session", "s1")
             )
             assert "is live (leased by live-host until " in one_line(done, 3)
         shown = await trio.to_thread.run_sync(

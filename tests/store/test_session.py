@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import Any
 
 import pytest
 import trio
@@ -51,7 +52,9 @@ def test_time_never_goes_backwards() -> None:
         ("turn/start", {"turn": 1, "x": {1, 2}}, "I0"),  # not JSON
     ],
 )
-def test_invalid_append_raises_and_records_nothing(type_: str, data: dict, rule: str) -> None:
+def test_invalid_append_raises_and_records_nothing(
+    type_: str, data: dict[str, Any], rule: str
+) -> None:
     s = Session.in_memory()
     seen: list[object] = []
     s.subscribe(seen.append)
@@ -65,9 +68,10 @@ def test_invalid_append_raises_and_records_nothing(type_: str, data: dict, rule:
 def test_recorded_data_is_a_copy_as_it_reads_back() -> None:
     s = Session.in_memory()
     message = {"id": "m", "text": "t", "source": "u"}
-    data = {"target": "next-turn", "start": 0, "inserted": [message]}
+    inserted = [message]
+    data = {"target": "next-turn", "start": 0, "inserted": inserted}
     event = s.append("agent/inbox/spliced", data)
-    data["inserted"].clear()
+    inserted.clear()
     assert event.data["inserted"][0]["id"] == "m"
     s.append("turn/start", {"turn": 1})
     s.append("step/start", {"turn": 1, "step": 1})

@@ -130,7 +130,7 @@ def in_group(pgid: int) -> list[int]:
 
 def children_of(pid: int) -> list[int]:
     """Live direct children of ``pid``."""
-    kids = _ask(pid, lambda p: p.children(), [])
+    kids: list[psutil.Process] = _ask(pid, lambda p: p.children(), [])
     return [c.pid for c in kids if alive(c.pid)]
 
 

@@ -344,6 +344,7 @@ async def test_as_a_non_root_user_a_cancel_leaves_nothing(
         lines = LineReader(proc.stdout)
         pgid = int(await lines.line())
         pgid_namespace = await until(lambda: namespace_below(pgid))
+        assert pgid_namespace is not None  # until returns the condition's truthy value
         inode = pgid_namespace[1]
         await until(lambda: _running(kind, inode, expected, hopfile))
         await proc.stdin.send_all(b"cancel\n")

@@ -166,7 +166,9 @@ async def test_spawn_gate_holds_the_command_until_tool_spawned_is_durable(tmp_pa
     with trio.fail_after(HANG_GUARD):
         outcome = await BashTool().run(_call({"command": f"touch {marker}"}), ctx)
     assert outcome == ToolOutcome(content="exit code 0")
-    ((ran_before_flush, members),) = ctx.flushes
+    (seen,) = ctx.flushes
+    assert isinstance(seen, tuple)
+    ran_before_flush, members = seen
     assert ran_before_flush is False
     assert members == [ctx.pgid], "the gated leader is alive and alone in its group"
     assert marker.exists()

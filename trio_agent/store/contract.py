@@ -28,7 +28,7 @@ class Store(Protocol):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool: ...
+    ) -> None: ...
 
     async def create(self, session_id: str) -> Session:
         """A new live session; an id already stored is :class:`SessionExists`."""

@@ -49,7 +49,7 @@ class SessionNursery:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool:
+    ) -> None:
         """Close every session (shielded: leaving on a cancel still drains and unlocks), then
         the nursery. The first close failure is raised unless the body already raised."""
         assert self._cm is not None
@@ -70,11 +70,10 @@ class SessionNursery:
             except BaseExceptionGroup as group:
                 # The nursery wraps the body's exception; hand the caller the original.
                 if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
-                    return False
+                    return
                 raise
         if first is not None and exc is None:
             raise first
-        return False
 
     def require_open(self) -> trio.Nursery:
         if self._nursery is None:
@@ -122,8 +121,9 @@ class StoreLifecycle:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool:
-        return await self._life.exit(exc_type, exc, tb)
+    ) -> None:
+        # Never swallows the body's exception: a store's ``async with`` only ever adds one.
+        await self._life.exit(exc_type, exc, tb)
 
     def _require_open(self) -> trio.Nursery:
         return self._life.require_open()

@@ -10,14 +10,25 @@ import contextlib
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import trio
 
 from support.procenv import REPO, child_env
+from trio_agent.demo.engine import Driver
 
 TAG_VAR = "TRIO_AGENT_DEMO_TEST_TAG"
 HANG_GUARD = 60.0
+
+
+def stepped(driver: Driver, n: int, *, stop_on_error: bool = True) -> Callable[[], bool]:
+    """The condition a test waits on after asking for step ``n``: the driver completed it
+    (or, unless ``stop_on_error`` is false, failed)."""
+
+    def reached() -> bool:
+        return driver.completed >= n or (stop_on_error and driver.error is not None)
+
+    return reached
 
 
 class ServerProcess:

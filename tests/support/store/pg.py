@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parents[2] / "store"
 CHILD = HERE / "pg_child.py"
 HANG_GUARD = 120.0  # only a hung child ever reaches it
 
-TURN = [
+TURN: list[tuple[str, dict[str, Any]]] = [
     ("turn/start", {"turn": 1}),
     ("step/start", {"turn": 1, "step": 1}),
     ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "text": "hi"}}),

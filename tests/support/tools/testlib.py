@@ -19,7 +19,8 @@ import trio
 from support.polling import until
 from support.proc import alive, in_group
 from support.procenv import child_env
-from trio_agent.cancel import ControllerView
+from trio_agent.cancel import CancelCause, ControllerView
+from trio_agent.log.events import Containment
 from trio_agent.tools.base import Stream
 from trio_agent.tools.run_group import GroupResult, ProcessOptions, Spawned
 
@@ -102,8 +103,11 @@ async def ping(pid: int, reader: LineReader) -> None:
 
 @attrs.define
 class _Controller:
+    """A ``ControllerView`` whose fields a test sets by hand."""
+
     cancel_called: bool = False
-    cause: object | None = None
+    cause: CancelCause | None = None
+    turn: int | None = 1
 
 
 @attrs.define
@@ -134,7 +138,8 @@ class Recorder:
         self, pgid: int, identity: str, *, containment: str | None = None, owner: str | None = None
     ) -> None:
         self.spawns.append((pgid, identity))
-        self.spawn_records.append(Spawned(pgid, identity, containment or "?", owner or "?"))
+        kind: Containment = "pid-namespace" if containment == "pid-namespace" else "process-group"
+        self.spawn_records.append(Spawned(pgid, identity, kind, owner or "?"))
 
     def on_spawned(self, spawned: Spawned) -> None:
         """``run_group``'s callback: the same record as :meth:`spawned`."""
