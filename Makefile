@@ -31,6 +31,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts docs/tutorial
 	$(VENV)/bin/mypy --strict trio_agent
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
+	$(VENV)/bin/lint-imports --no-cache --config .importlinter
 
 # The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
 # worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every

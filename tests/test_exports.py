@@ -1,11 +1,19 @@
 """The public contract: these names exist at the top level, and no module imports a layer it
 may not (the layer table in the package docstring, ``trio_agent/__init__.py``; the log core
-never imports trio and does no I/O)."""
+never imports trio and does no I/O).
+
+import-linter holds every layer to the table (``.importlinter``, generated from the table
+and held to it here); this module's own import scanner checks what import-linter cannot
+express: the package module and the names imported from it, the lazy exports, a module the
+table does not name, and import circles."""
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from importlib.util import resolve_name
 from pathlib import Path
@@ -152,11 +160,15 @@ def test_the_layer_table_names_every_layer() -> None:
         assert allowed is None or allowed <= set(table)
 
 
-def test_layers_import_only_what_the_table_allows() -> None:
+def test_the_package_layer_imports_and_is_imported_only_as_the_table_allows() -> None:
+    """The edges import-linter cannot see (its contracts, in ``.importlinter``, hold every
+    other layer to the table): those of ``trio_agent/__init__.py`` itself, and the names a
+    layer imports from it (``from .. import __version__``)."""
     violations = [
         v
         for path, module, is_package in _modules()
         for v in layer_violations(path.read_text(), module, is_package)
+        if "(package)" in v
     ]
     assert not violations, "\n".join(violations)
 
@@ -338,3 +350,84 @@ def test_the_circle_check_finds_a_circle(tmp_path: Path) -> None:
     assert import_circles(import_graph(root)) == [
         ["trio_agent.cli.errors", "trio_agent.cli.repair"]
     ]
+
+
+# -- the same table, as import-linter contracts --------------------------------------------------
+
+#: The layers import-linter checks: every layer with modules of its own (``package`` is this
+#: module's lazy table, checked above; ``cli`` may import anything).
+IMPORTLINTER = Path(__file__).resolve().parent.parent / ".importlinter"
+
+
+def importlinter_config() -> str:
+    """``.importlinter``: one ``forbidden`` contract per layer of the package docstring's
+    table, forbidding the direct imports of every layer the table does not allow it (the
+    command line, which may import anything, included)."""
+    table = layer_table()
+    layers = sorted(layer for layer in table if layer != "package")
+    out = [
+        "# Generated from the layer table in trio_agent/__init__.py by tests/test_exports.py",
+        "# (importlinter_config); a test holds this file to the table. Run: lint-imports",
+        "[importlinter]",
+        "root_package = trio_agent",
+        "include_external_packages = False",
+        "",
+    ]
+    for layer in layers:
+        allowed = table[layer]
+        if allowed is None:
+            continue
+        forbidden = [other for other in layers if other != layer and other not in allowed]
+        out += [
+            f"[importlinter:contract:{layer}]",
+            f"name = {layer} imports only: {' '.join(sorted(allowed)) or 'nothing of the package'}",
+            "type = forbidden",
+            # The table is about what a layer's own modules import; a chain through a layer it
+            # may import is that layer's business.
+            "allow_indirect_imports = True",
+            f"source_modules = trio_agent.{layer}",
+            "forbidden_modules =",
+            *(f"    trio_agent.{other}" for other in forbidden),
+            "",
+        ]
+    return "\n".join(out)
+
+
+def test_the_importlinter_contracts_are_the_layer_table() -> None:
+    # To regenerate: write importlinter_config() into .importlinter.
+    assert IMPORTLINTER.read_text(encoding="utf-8") == importlinter_config()
+
+
+def _lint_imports(config: Path, cwd: Path, pythonpath: str) -> subprocess.CompletedProcess[str]:
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run(
+        [str(lint), "--no-cache", "--config", str(config)],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": pythonpath},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_import_linter_keeps_every_contract() -> None:
+    root = IMPORTLINTER.parent
+    done = _lint_imports(IMPORTLINTER, root, str(root))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_import_linter_finds_a_forbidden_import(tmp_path: Path) -> None:
+    """The tool can fail: a tiny package whose ``low`` imports ``high``, against a contract
+    forbidding it, is reported with the line."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("")
+    (package / "low.py").write_text("def f() -> None:\n    from . import high\n")
+    config = tmp_path / "contracts.ini"
+    config.write_text(
+        "[importlinter]\nroot_package = pkg\n\n[importlinter:contract:low]\nname = low\n"
+        "type = forbidden\nallow_indirect_imports = True\nsource_modules = pkg.low\n"
+        "forbidden_modules = pkg.high\n"
+    )
+    done = _lint_imports(config, tmp_path, str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pkg.low is not allowed to import pkg.high" in done.stdout
