@@ -47,16 +47,11 @@ test: lint check-wheel docs
 # The quick tier, no lint: every test but the few long ones (the harness's searches for
 # planted bugs and its command-line runs that shrink through a subprocess, the in-process and
 # subprocess machines' budgets, the browser, every vector through our CLI). make test runs all.
-FAST_SKIP := --ignore=tests/harness/test_planted_bugs.py --ignore=tests/harness/test_command.py \
-	--ignore=tests/demo/test_demo_browser.py \
-	--deselect tests/cli/test_conform.py::test_our_cli_passes_every_vector \
-	--deselect tests/harness/test_machine.py::test_the_runtime_keeps_its_promises_under_the_machine \
-	--deselect tests/harness/test_pipe.py::test_the_machine_drives_the_runtime_through_the_subprocess_adapter
 test-fast: $(STAMP)
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m compileall -q trio_agent
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal $(FAST_SKIP)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal -m 'not slow'
 
 # The documentation site (docs/conf.py): every page of the tree in Markdown plus the API
 # reference; a warning (a broken link or anchor among them) fails the build.

@@ -31,6 +31,7 @@ def conform(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
     return cli("conform", *args, "--", *port, cwd=ROOT, guard=GUARD)
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_our_cli_passes_every_vector() -> None:
     result = conform(port=[PY, "-m", "trio_agent"])
     assert result.returncode == 0, result.stdout + result.stderr

@@ -28,6 +28,9 @@ import trio
 from support.cdp import INSTALL_HINT, Page, find_chromium, launch_chromium
 from support.demo.helpers import HANG_GUARD, ServerProcess, server_process
 
+#: Long: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 SIZES = {"wide": (1280, 800), "narrow": (420, 860)}
 SCENARIOS = ("esc", "kill", "truncate")
 #: The step whose caption the page shows.

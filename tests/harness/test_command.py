@@ -21,6 +21,9 @@ from support.proc import in_group
 from trio_agent.testing.pipe import PipeAdapter
 from trio_agent.testing.protocol import AdapterError
 
+#: Long: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [PY, "-m", "trio_agent.testing.adapter_server"]

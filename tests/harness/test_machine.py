@@ -14,6 +14,7 @@ from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_the_runtime_keeps_its_promises_under_the_machine() -> None:
     machine = machine_for(InProcessAdapter, profile="in-process")
     run_machine(machine, examples=EXAMPLES, steps=30)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.harness_settings import PIPE_EXAMPLES, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
@@ -18,6 +19,7 @@ from trio_agent.testing.pipe import PipeAdapter
 from trio_agent.testing.protocol import POINTS, PROTOCOL, Adapter
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_the_machine_drives_the_runtime_through_the_subprocess_adapter() -> None:
     machine = machine_for(PipeAdapter, profile="subprocess")
     run_machine(machine, examples=PIPE_EXAMPLES, steps=25)

@@ -20,6 +20,9 @@ from support.harness_settings import PLANTED_SEED, run_machine
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for
 
+#: Long: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 #: Longest acceptable shrunk counterexample, in rules (``begin`` included).
 MAX_SHRUNK = 8
 #: The search budget. Hypothesis stops at the first failure, so a generous cap costs nothing
