@@ -152,6 +152,7 @@ def test_jobs_defaults_to_the_core_count_and_says_so() -> None:
     assert f"the core count, {os.cpu_count()} here" in " ".join(help_text.split())
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_a_terminal_gets_a_progress_line_and_a_pipe_does_not() -> None:
     args = [*CLI, "conform", "--only", "truncate", "--", PY, "-m", "trio_agent"]
     primary, secondary = pty.openpty()
@@ -182,6 +183,7 @@ def test_a_terminal_gets_a_progress_line_and_a_pipe_does_not() -> None:
     assert "\r" not in piped.stdout and "[1/" not in piped.stdout
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_program_that_cannot_run_is_one_line_exit_2(name: str, tmp_path: Path) -> None:
     """Before any case: never answers, endless output, an endless line, exits at once."""
@@ -210,6 +212,7 @@ sys.exit(subprocess.run([sys.executable, "-m", "trio_agent", *sys.argv[1:]]).ret
 """
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_a_case_that_hangs_or_floods_fails_alone(tmp_path: Path) -> None:
     port = tmp_path / "port.py"
     port.write_text(HOSTILE_LATER)

@@ -238,6 +238,7 @@ async def _gone(pids: list[int], pgid: int, server_pid: int) -> None:
     await until(gone, guard=HANG_GUARD, period=0.05)
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize("how", ["close", "drop"])
 async def test_client_disconnecting_mid_scenario_stops_its_processes(
     server: ServerProcess, how: str
@@ -267,6 +268,7 @@ async def test_client_disconnecting_mid_scenario_stops_its_processes(
         assert state["runtime"]["groups"][0]["pgid"] != pgid
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 async def test_several_clients_each_get_their_own_run(server: ServerProcess) -> None:
     async with client(server) as a, client(server) as b:
         sa = await _start_tool(a)

@@ -150,6 +150,7 @@ def side_by_side(out: str) -> bool:
     return bool(beside)
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_demo_all_non_tty_is_stable_and_complete() -> None:
     done = run_demo("all", "--width", str(WIDTH))
     assert done.returncode == 0, done.stderr
@@ -196,6 +197,7 @@ def test_demo_rejects_unknown_scenario() -> None:
     assert "invalid choice" in done.stderr
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize(("width", "beside"), [(80, False), (120, True), (60, False)])
 def test_demo_all_fits_the_width(width: int, beside: bool) -> None:
     done = run_demo("all", "--width", str(width))
@@ -271,6 +273,7 @@ def _kept_paths(out: str) -> list[Path]:
     return [Path(line.strip()) for line in tail.splitlines() if line.endswith("session.jsonl")]
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 def test_demo_keep_leaves_checkable_sessions(tmp_path: Path) -> None:
     done = run_demo("all", "--width", "80", "--keep", "kept", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -24,6 +24,7 @@ def harness(*args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
     return cli("harness", *args, "--", *port, cwd=ROOT, guard=10 * HANG_GUARD)
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_program_that_cannot_serve_is_one_line_exit_2(name: str, tmp_path: Path) -> None:
     program = tmp_path / "port.py"

@@ -234,6 +234,7 @@ def test_fast_path_accepts_only_what_feed_accepts(events: list[Event], data: st.
     assert state(fast) == (state(slow) if accepted else before)
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @settings(max_examples=25, deadline=None)
 @given(logs, st.data())
 def test_fast_path_agrees_on_every_line_at_every_position(

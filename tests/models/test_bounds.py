@@ -94,6 +94,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize(("name", "code", "says"), CASES, ids=[c[0] for c in CASES])
 def test_a_hostile_server_ends_the_turn_and_memory_stays_bounded(
     hostile: Any, name: str, code: str, says: str
@@ -127,6 +128,7 @@ def test_ten_thousand_calls_are_handled_when_the_bound_allows_them(hostile: Any)
     assert growth <= 4 * GROWTH_BOUND, f"{growth / MB:.1f} MB"
 
 
+@pytest.mark.slow  # long: make test-fast leaves it out
 @pytest.mark.parametrize("name", ["endless_line", "gzip_bomb_line", "huge_event"])
 def test_the_anthropic_adapter_keeps_the_same_bounds(hostile: Any, name: str) -> None:
     url = hostile(name)
