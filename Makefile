@@ -44,9 +44,10 @@ test: lint check-wheel docs
 	$(PY) -m compileall -q trio_agent
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 
-# The quick tier, no lint: every test but the few long ones (the harness's searches for
-# planted bugs and its command-line runs that shrink through a subprocess, the in-process and
-# subprocess machines' budgets, the browser, every vector through our CLI). make test runs all.
+# The quick tier, no lint: every test but those marked slow (the harness's searches for
+# planted bugs and its shrinking runs, the machines' budgets, the browser, every vector
+# through our CLI, the terminal demo's full runs, the hostile servers and programs): about
+# 1.5 minutes on 2 cores. make test runs all.
 test-fast: $(STAMP)
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-postgres.sh >/dev/null
