@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from support.procenv import child_env
 
+from trio_agent.log.repair import REAPED_TEXTS
+
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 TEXT = TUTORIAL.read_text(encoding="utf-8")
@@ -26,6 +28,13 @@ _BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 _MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"), "DATE"),
     (re.compile(r"pgid \d+"), "pgid N"),
+    # Where the kernel gives no PID namespace, a call runs in a process group (spec/tools.md
+    # §10); the tutorial shows a machine that has one.
+    (re.compile(r"\((?:pid-namespace|process-group)\)"), "(CONTAINMENT)"),
+    # What recovery found of the killed worker's tool (R5, spec/recovery.md): the kernel ended
+    # its namespace with the worker, or recovery found it still there and ended it, by timing
+    # (or, with no namespace, stopped its group).
+    (re.compile("|".join(re.escape(REAPED_TEXTS[k].strip()) for k in REAPED_TEXTS)), "R5"),
 ]
 
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 import trio
 from support.polling import until
-from support.proc import alive, in_group, ppid
+from support.proc import alive, cmdline, in_group, ppid
 from support.tools.testlib import (
     PONG_CHILD,
     LineReader,
@@ -135,6 +135,9 @@ async def test_a_zombie_leaders_marked_members_are_ours() -> None:
     identity = f"{process_identity(leader.pid)}:{marker}"
     await until(lambda: not alive(leader.pid))  # exited, not yet reaped
     await wait_members(leader.pid, 1)
+    # The member is `sleep` itself, not bash's fork on its way to exec: mid-exec its
+    # environment can be unreadable for a moment, and the census would rightly not vouch.
+    await until(lambda: [cmdline(p) for p in in_group(leader.pid)] == ["sleep 100"])
     outcome = await reap_orphan_group(leader.pid, identity, grace=10)
     assert outcome.status == "stopped" and len(outcome.members) == 1
     assert in_group(leader.pid) == []
