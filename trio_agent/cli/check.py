@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
-from ..log import (
-    LineScan,
-)
+from ..log import LineScan
 from .errors import BROKEN, OK, CliError, plural
 from .inputs import inputs_of, note_tail, scan_live
 from .show import json_line

@@ -4,10 +4,7 @@ page (docs/demo.md); both load the demo only when run."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
-
-if TYPE_CHECKING:
-    pass
+from typing import TextIO
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

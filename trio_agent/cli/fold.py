@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import orjson
 
@@ -19,9 +19,6 @@ from ..log import (
 )
 from .errors import BROKEN, OK, UNREADABLE, CliError
 from .inputs import note_tail, open_log, scan_live
-
-if TYPE_CHECKING:
-    pass
 
 
 def _fold_slice(path: str) -> ConsumedWork:

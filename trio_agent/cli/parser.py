@@ -8,17 +8,11 @@ no store, no cattrs): tests/cli/test_cli_json.py holds them to that.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import Final, NoReturn
 
-from ..log import (
-    REAP_KINDS,
-)
+from ..log import REAP_KINDS
 from . import conform, harness
 from .errors import UNREADABLE, CliError, epilog
-
-if TYPE_CHECKING:
-    pass
-
 
 DESCRIPTION = """\
 Check, repair and read the session logs of a trio agent, and try the agent itself.

@@ -5,7 +5,7 @@ imported only when writing (it needs trio and the store)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ..log import (
     encode_event,
@@ -14,9 +14,6 @@ from ..log import (
 from .dsn import is_dsn
 from .errors import OK, UNREADABLE, CliError
 from .inputs import note_tail, one_input, refuse_live, scan_live
-
-if TYPE_CHECKING:
-    pass
 
 
 def cmd_repair(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

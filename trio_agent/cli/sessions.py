@@ -8,14 +8,11 @@ import functools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TextIO
+from typing import BinaryIO, TextIO
 
 from .dsn import is_dsn, redact
 from .errors import BROKEN, OK, UNREADABLE, CliError
 from .inputs import Probe, Reader, open_log, scan_live, store_where, stored_input, usage_error
-
-if TYPE_CHECKING:
-    pass
 
 
 def _when(ms: int) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from ..log import (
     Event,
@@ -21,9 +21,6 @@ from ..log import (
 )
 from .errors import OK, CliError
 from .inputs import events_of, live_words, one_input, stream_log
-
-if TYPE_CHECKING:
-    pass
 
 
 def json_line(out: TextIO, record: object) -> None:

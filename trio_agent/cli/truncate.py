@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 import orjson
 
-from ..log import (
-    TruncateFold,
-)
+from ..log import TruncateFold
 from .errors import OK
 from .inputs import note_tail, refuse_live, scan_live
-
-if TYPE_CHECKING:
-    pass
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
