@@ -16,10 +16,12 @@ from typing import Any, TextIO
 
 import attrs
 
+from .errors import UNREADABLE
+
 __all__ = ["USAGE", "ProgramCommand", "UsageError"]
 
-#: The exit code of a usage problem.
-USAGE = 2
+#: The exit code of a usage problem: the command line's 2 (spec/cli.md §Exit codes).
+USAGE = UNREADABLE
 
 
 class UsageError(Exception):

@@ -56,14 +56,12 @@ from ..store import (
 )
 from ..tools.subprocess_tool import BashTool
 from .dsn import is_dsn, redact
-from .errors import REFUSED, UNREADABLE, CliError, plural
+from .errors import INTERRUPTED, REFUSED, UNREADABLE, CliError, plural
 from .inputs import store_where
 from .repair_write import REAPED_NOTES, session_errors
 
 if TYPE_CHECKING:
     from ..store import PostgresStore
-
-INTERRUPTED = 130
 
 
 class ShellModel:
