@@ -22,6 +22,7 @@ __all__ = [
     "holder_pid",
     "not_a_log",
     "not_a_session_directory",
+    "read_pid",
     "shared_lock_free",
 ]
 
@@ -83,12 +84,16 @@ def shared_lock_free(fd: int) -> bool | None:
     return True
 
 
-def holder_pid(log_path: str | os.PathLike[str]) -> int | None:
-    """The pid the live writer wrote beside the log (``session.pid``), if it can be read."""
-    pid_path = os.path.join(os.path.dirname(os.fspath(log_path)), PID_NAME)
+def read_pid(pid_path: str | os.PathLike[str]) -> int | None:
+    """The pid written in ``pid_path``, or None when it is missing, unreadable or not a number."""
     try:
         with open(pid_path, encoding="ascii") as f:
             text = f.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def holder_pid(log_path: str | os.PathLike[str]) -> int | None:
+    """The pid the live writer wrote beside the log (``session.pid``), if it can be read."""
+    return read_pid(os.path.join(os.path.dirname(os.fspath(log_path)), PID_NAME))

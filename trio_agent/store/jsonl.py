@@ -21,7 +21,7 @@ from typing import Final
 
 import trio
 
-from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_directory
+from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_directory, read_pid
 from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
@@ -107,14 +107,6 @@ def _key(path: Path) -> str:
     return os.path.realpath(path)
 
 
-def _read_pid(pid_path: Path) -> int | None:
-    try:
-        text = pid_path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
-
-
 def _write_pid(pid_path: Path) -> None:
     """Best effort: name this process as the holder (atomic rename, no fsync)."""
     tmp = pid_path.with_name(f".{pid_path.name}.{os.getpid()}.{secrets.token_hex(4)}")
@@ -127,13 +119,13 @@ def _write_pid(pid_path: Path) -> None:
 
 
 def _remove_pid(pid_path: Path) -> None:
-    if _read_pid(pid_path) == os.getpid():
+    if read_pid(pid_path) == os.getpid():
         with contextlib.suppress(OSError):
             pid_path.unlink()
 
 
 def _locked_error(session_id: str, pid_path: Path) -> SessionLocked:
-    pid = _read_pid(pid_path)
+    pid = read_pid(pid_path)
     return SessionLocked(session_id, pid, here=pid == os.getpid())
 
 
