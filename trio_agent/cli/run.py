@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import attrs
 import trio
 
+from ..failures import exception_text
 from ..files import file_kind, not_a_log
 from ..log.events import Event
 from ..log.render import describe
@@ -598,8 +599,7 @@ class _OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            line = f"{line}: {type(exc).__name__}: {exc}"
+            line = f"{line}: {exception_text(record.exc_info[1])}"
         return "trio-agent run: " + " ".join(line.split())
 
 
