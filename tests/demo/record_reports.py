@@ -11,8 +11,8 @@ view, and review the diff.
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +21,13 @@ import trio
 from trio_agent.demo.engine import Driver, open_run
 from trio_agent.demo.scenarios import SCENARIOS
 
+# The tests' own helpers (run as a script, tests/ is not on the path by itself).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+from support.demo.helpers import stepped
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
 #: A hang guard for one scenario (seconds), not an expectation about speed.
 HANG_GUARD = 180.0
-
-
-def stepped(driver: Driver, n: int) -> Callable[[], bool]:
-    """The driver completed step ``n``, or failed."""
-
-    def reached() -> bool:
-        return driver.completed >= n or driver.error is not None
-
-    return reached
 
 
 async def record(name: str) -> dict[str, Any]:
