@@ -14,7 +14,7 @@ from support.cli import cli, no_traceback, one_line
 from support.hostile_programs import HOSTILE
 from support.polling import HANG_GUARD
 
-from trio_agent.testing.protocol import POINTS
+from trio_agent.testing.protocol import POINTS, PROTOCOL
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,13 +40,14 @@ def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     assert line == f"harness: cannot run {missing}: No such file or directory"
 
 
-#: Answers ``hello`` and ``bye`` as the protocol says, and never anything else.
+#: Answers ``hello`` (speaking ``PROTOCOL``) and ``bye`` as the protocol says, and never
+#: anything else.
 HANGS_AFTER_HELLO = r"""
 import json, sys, time
 for line in sys.stdin:
     op = json.loads(line)["op"]
     if op == "hello":
-        result = {"protocol": "trio-agent-harness/1", "implementation": "hangs", "points": []}
+        result = {"protocol": PROTOCOL, "implementation": "hangs", "points": []}
     elif op == "bye":
         result = None
     else:
@@ -57,11 +58,23 @@ for line in sys.stdin:
 """
 
 
+def test_another_protocol_version_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A port written for an earlier protocol is told so before any example, not failed on
+    whichever entry it lacks."""
+    program = tmp_path / "port.py"
+    program.write_text(HANGS_AFTER_HELLO.replace("PROTOCOL", repr("trio-agent-harness/1")))
+    line = one_line(harness(port=[PY, str(program)]), 2)
+    assert line == (
+        f"harness: {PY} {program} speaks trio-agent-harness/1, this driver speaks {PROTOCOL} "
+        "(spec/harness.md); no example was run"
+    )
+
+
 def test_a_hang_stops_the_run_unshrunk(tmp_path: Path) -> None:
     """One request waits out --timeout; the run is not shrunk (each attempt would wait
     again), and the report says which request got no reply."""
     program = tmp_path / "port.py"
-    program.write_text(HANGS_AFTER_HELLO)
+    program.write_text(HANGS_AFTER_HELLO.replace("PROTOCOL", repr(PROTOCOL)))
     result = no_traceback(harness("--timeout", "3", "--seed", "1", port=[PY, str(program)]))
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout

@@ -11,13 +11,23 @@ import pytest
 from support.harness_settings import EXAMPLES, FUZZ_EXAMPLES, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
-from trio_agent.testing.machine import machine_for
+from trio_agent.testing.machine import (
+    RULE_NAMES,
+    RULE_SCENARIOS,
+    RULES,
+    machine_for,
+    run_scenarios,
+)
 
 
 @pytest.mark.slow  # long: make test-fast leaves it out
 def test_the_runtime_keeps_its_promises_under_the_machine() -> None:
+    """The default run, which also has to exercise every rule it checks: a rule no example
+    gave a check something to decide was not tested, and that is the harness's failure."""
     machine = machine_for(InProcessAdapter, profile="in-process")
     run_machine(machine, examples=EXAMPLES, steps=30)
+    never = [name for name in RULE_NAMES if not RULES[("in-process", name)]]
+    assert not never, f"the default run never exercised: {never}"
 
 
 @pytest.mark.slow
@@ -42,3 +52,17 @@ def test_a_flush_in_flight_acknowledges_only_what_was_appended_before_it() -> No
         machine.advance(ticks=2)
     finally:
         machine.teardown()
+
+
+def test_the_rule_scenarios_exercise_every_rule() -> None:
+    """Every run plays them first, so every rule is exercised whatever the seed and the
+    budget; each scenario also passes every check on the real runtime."""
+    machine = machine_for(InProcessAdapter, profile="rule scenarios")
+    run_scenarios(machine)
+    never = [name for name in RULE_NAMES if not RULES[("rule scenarios", name)]]
+    assert not never, f"no rule scenario exercises: {never}"
+    titled = " ".join(title for title, _ in RULE_SCENARIOS)
+    untitled = {n.split(" ", 1)[0] for n in RULE_NAMES} - set(
+        titled.replace(",", " ").replace(":", " ").split()
+    )
+    assert not untitled, f"a scenario exercises these rules but no title names them: {untitled}"

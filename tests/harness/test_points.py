@@ -22,6 +22,7 @@ ACTIONS: list[tuple[str, dict[str, Any]]] = [
     ("crash-after-write", {"kind": "crash", "after_write": True}),
     ("cancel", {"kind": "cancel", "cause": "user", "keep_inbox": False}),
     ("cancel-keep-inbox", {"kind": "cancel", "cause": "parent", "keep_inbox": True}),
+    ("disk", {"kind": "disk", "fail": 1}),
 ]
 
 

@@ -95,6 +95,8 @@ def test_the_harness_command_runs_with_no_time_bound(monkeypatch: pytest.MonkeyP
         del machine_module.EXAMPLES[PROFILE]
         for key in [k for k in machine_module.COVERAGE if k[0] == PROFILE]:
             del machine_module.COVERAGE[key]
+        for rule_key in [k for k in machine_module.RULES if k[0] == PROFILE]:
+            del machine_module.RULES[rule_key]
     assert ok, out.getvalue()
     assert limits == [math.inf]
     assert limit() == before

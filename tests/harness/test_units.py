@@ -215,10 +215,65 @@ def test_the_scripted_chunks_follow_the_spec() -> None:
 
 def test_the_model_refuses_a_step_that_did_not_log_its_finish_chunk() -> None:
     model = ReferenceModel(["talk"])
-    message = {**TALK[3], "event": {**TALK[3]["event"], "seq": 7}}
-    feed(model, [*WAKE, *TALK[:2], message])
+    feed(model, [*WAKE, *TALK[:2]])
     with pytest.raises(ModelViolation, match="2 of the 3 chunks"):
+        model.apply(event(ev(7, "step/end", turn=1, step=1)))
+    # Its message, logged without the finish chunk and without a cancel, is refused first.
+    model = ReferenceModel(["talk"])
+    message = {**TALK[3], "event": {**TALK[3]["event"], "seq": 7}}
+    feed(model, [*WAKE, *TALK[:2]])
+    with pytest.raises(ModelViolation, match="before the stream's finish chunk"):
+        model.apply(message)
+
+
+def message_of(seq: int, message: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return event(ev(seq, "assistant/message", turn=1, step=1, message=message, **extra))
+
+
+def test_the_message_is_the_one_its_chunks_make() -> None:
+    """K14: id a-<turn>-<step>, the text, no interrupted flag without a cut."""
+    feed(ReferenceModel(["talk"]), [*WAKE, *TALK])  # the right one passes
+    text = [{"type": "text", "text": "all good"}]
+    for wrong in (
+        message_of(8, {"id": "a-1", "content": text}),
+        message_of(8, {"id": "a-1-1", "content": [{"type": "text", "text": "all"}]}),
+        message_of(8, {"id": "a-1-1", "content": text}, interrupted=True),
+    ):
+        model = ReferenceModel(["talk"])
+        feed(model, [*WAKE, *TALK[:3]])
+        with pytest.raises(ModelViolation, match=r"assistant/message is .* it must be .*K14"):
+            model.apply(wrong)
+
+
+def test_a_step_must_log_its_message() -> None:
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, *TALK[:3]])
+    with pytest.raises(ModelViolation, match="ended without an assistant/message"):
         model.apply(event(ev(8, "step/end", turn=1, step=1)))
+
+
+def test_a_cut_stream_keeps_its_visible_text_interrupted() -> None:
+    """K14: a cancel after visible text leaves exactly that text, interrupted, no calls."""
+    hit = [
+        act("cancel", "begin", cause="user", keep_inbox=True),
+        act("cancel", "end", hit=True, turn=1),
+    ]
+    visible = {"id": "a-1-1", "content": [{"type": "text", "text": "all "}]}
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, TALK[0], *hit, message_of(6, visible, interrupted=True)])
+    model.apply(event(ev(7, "step/end", turn=1, step=1)))
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, TALK[0], *hit])
+    with pytest.raises(ModelViolation, match=r"must be .* interrupted"):
+        model.apply(message_of(6, visible))
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, TALK[0], *hit])
+    with pytest.raises(ModelViolation, match="visible text of its cut stream"):
+        model.apply(event(ev(6, "step/end", turn=1, step=1)))
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, *hit])
+    with pytest.raises(ModelViolation, match="no visible text streamed"):
+        model.apply(message_of(5, visible, interrupted=True))
 
 
 def test_the_model_refuses_a_chunk_the_model_did_not_stream() -> None:

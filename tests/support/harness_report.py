@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from support.harness_settings import SEED
-from trio_agent.testing.machine import COVERAGE, EXAMPLES
+from trio_agent.testing.machine import COVERAGE, EXAMPLES, RULE_NAMES, RULES, TRAP_KINDS
 from trio_agent.testing.protocol import POINTS
 
 #: bug name -> the rules of the shrunk counterexample the machine found
@@ -29,6 +29,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         out["harness"] = {
             "examples": sorted(EXAMPLES.items()),
             "coverage": sorted([p, label, n] for (p, label), n in COVERAGE.items()),
+            "rules": sorted([p, name, n] for (p, name), n in RULES.items()),
             "found": sorted(FOUND.items()),
         }
 
@@ -43,6 +44,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
         EXAMPLES[profile] += count
     for profile, label, count in got["coverage"]:
         COVERAGE[(profile, label)] += count
+    for profile, name, count in got["rules"]:
+        RULES[(profile, name)] += count
     for name, rules in got["found"]:
         FOUND[name] = list(rules)
 
@@ -56,7 +59,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for profile, count in sorted(EXAMPLES.items()):
         labels = {label for (p, label) in COVERAGE if p == profile}
         parts = []
-        for action in ("crash", "cancel"):
+        for action in TRAP_KINDS:
             named = sorted(p for p in POINTS if f"{action}@{p}" in labels)
             other = sorted(
                 label.split("@", 1)[1]
@@ -69,7 +72,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             )
         tr.write_line(f"{profile}: {count} examples; " + "; ".join(parts))
         if not profile.startswith("planted"):
-            for action in ("crash", "cancel"):
+            for action in TRAP_KINDS:
                 counts = sorted(
                     (label.split("@", 1)[1], n)
                     for (p, label), n in COVERAGE.items()
@@ -78,11 +81,21 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                 tr.write_line(f"    {action}: " + ", ".join(f"{w} {n}" for w, n in counts))
         missing = [
             f"{action}@{p}"
-            for action in ("crash", "cancel")
+            for action in TRAP_KINDS
             for p in POINTS
             if f"{action}@{p}" not in labels
         ]
         if missing and not profile.startswith("planted"):
             tr.write_line(f"    not reached: {', '.join(missing)}")
+        if not profile.startswith("planted"):
+            checks = {name: n for (p, name), n in RULES.items() if p == profile}
+            tr.write_line(
+                f"    rules exercised: {sum(1 for n in RULE_NAMES if checks.get(n))}/"
+                f"{len(RULE_NAMES)}; least: "
+                + ", ".join(
+                    f"{n.split(' ', 1)[0]} {checks.get(n, 0)}"
+                    for n in sorted(RULE_NAMES, key=lambda n: checks.get(n, 0))[:5]
+                )
+            )
     for name, rules in FOUND.items():
         tr.write_line(f"planted bug {name}: shrunk to {len(rules)} rules: {' ; '.join(rules)}")

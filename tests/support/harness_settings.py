@@ -36,9 +36,15 @@ PLANTED_SEED: Final = _int("TRIO_AGENT_HARNESS_SEED", 20261202)
 
 
 def run_machine(
-    machine: type[HarnessMachine], *, examples: int, steps: int, seed: int = SEED
+    machine: type[HarnessMachine],
+    *,
+    examples: int,
+    steps: int,
+    seed: int = SEED,
+    scenarios: bool = True,
 ) -> None:
-    """:func:`trio_agent.testing.machine.run_machine` (a fixed budget, no example database,
-    no deadline, no wall-clock limit on shrinking: every bound is on work, none on time),
-    seeded with the session's seed unless told otherwise."""
-    machine_run(machine, examples=examples, steps=steps, seed=seed)
+    """:func:`trio_agent.testing.machine.run_machine` (the rule scenarios unless told not to,
+    then a fixed budget, no example database, no deadline, no wall-clock limit on
+    shrinking: every bound is on work, none on time), seeded with the session's seed unless
+    told otherwise."""
+    machine_run(machine, examples=examples, steps=steps, seed=seed, scenarios=scenarios)

@@ -29,39 +29,52 @@ from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from ..testing.pipe import MAX_LINE
-from ..testing.protocol import POINTS, AdapterError, RunStopped
+from ..testing.protocol import POINTS, PROTOCOL, AdapterError, RunStopped
 from .program import ProgramCommand, UsageError
 
-__all__ = ["add_parser", "coverage_table", "main", "run_harness"]
+__all__ = ["add_parser", "coverage_table", "main", "rule_table", "run_harness"]
 
 
 def coverage_table(profile: str) -> list[str]:
-    """Per named point: how often a crash and a cancel happened there, in ``profile``."""
-    from ..testing.machine import COVERAGE, EXAMPLES
+    """Per named point: how often a crash, a cancel and a disk failure happened there, in
+    ``profile``."""
+    from ..testing.machine import COVERAGE, EXAMPLES, TRAP_KINDS
 
     counts = {label: n for (p, label), n in COVERAGE.items() if p == profile}
     width = max(len(p) for p in POINTS)
-    lines = [f"{'point':<{width}}  {'crash':>6}  {'cancel':>6}"]
-    for point in POINTS:
-        crash = counts.get(f"crash@{point}", 0)
-        cancel = counts.get(f"cancel@{point}", 0)
-        lines.append(f"{point:<{width}}  {crash:>6}  {cancel:>6}")
+
+    def row(name: str, where: str) -> str:
+        cells = "  ".join(f"{counts.get(f'{kind}@{where}', 0):>6}" for kind in TRAP_KINDS)
+        return f"{name:<{width}}  {cells}"
+
+    lines = [f"{'point':<{width}}  " + "  ".join(f"{kind:>6}" for kind in TRAP_KINDS)]
+    lines.extend(row(point, point) for point in POINTS)
     parked = sorted(
         {label.split("@", 1)[1] for label in counts} - set(POINTS),
     )
-    for where in parked:
-        crash = counts.get(f"crash@{where}", 0)
-        cancel = counts.get(f"cancel@{where}", 0)
-        lines.append(f"{'(parked) ' + where:<{width}}  {crash:>6}  {cancel:>6}")
-    missing = [
-        f"{action}@{p}"
-        for p in POINTS
-        for action in ("crash", "cancel")
-        if f"{action}@{p}" not in counts
-    ]
+    lines.extend(row("(parked) " + where, where) for where in parked)
+    missing = [f"{kind}@{p}" for p in POINTS for kind in TRAP_KINDS if f"{kind}@{p}" not in counts]
     lines.append(
         f"{EXAMPLES.get(profile, 0)} examples; "
-        + (f"not reached: {', '.join(missing)}" if missing else "every point reached both ways")
+        + (f"not reached: {', '.join(missing)}" if missing else "every point reached every way")
+    )
+    return lines
+
+
+def rule_table(profile: str) -> list[str]:
+    """Per rule the machine checks: how many times a check of it had something to decide, in
+    ``profile``; and the rules this run never exercised (it did not test them)."""
+    from ..testing.machine import RULE_NAMES, RULES
+
+    counts = {name: n for (p, name), n in RULES.items() if p == profile}
+    width = max(len(name) for name in RULE_NAMES)
+    lines = [f"{'rule':<{width}}  {'checks':>6}"]
+    lines.extend(f"{name:<{width}}  {counts.get(name, 0):>6}" for name in RULE_NAMES)
+    never = [name.split(" ", 1)[0] for name in RULE_NAMES if not counts.get(name)]
+    lines.append(
+        f"never exercised by this run (more --examples reach more): {', '.join(never)}"
+        if never
+        else "every rule exercised"
     )
     return lines
 
@@ -79,7 +92,7 @@ def run_harness(
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
-    from ..testing.machine import machine_for, run_machine
+    from ..testing.machine import SCENARIO_FAILED, machine_for, run_machine
     from ..testing.pipe import PipeAdapter
 
     argv = list(command)
@@ -99,6 +112,8 @@ def run_harness(
     print(f"profile {profile}, seed {seed}", file=out)
     for line in coverage_table(profile):
         print(line, file=out)
+    for line in rule_table(profile):
+        print(line, file=out)
     if failure is None:
         print("PASS", file=out)
         return True
@@ -110,6 +125,8 @@ def run_harness(
             f" attempt would wait as long again): the run's {len(machine.last_trace)} rules:",
             file=out,
         )
+    elif text.startswith(SCENARIO_FAILED):
+        print(f"\nthe rule scenario's {len(machine.last_trace)} rules:", file=out)
     else:
         print(f"\nshrunk to {len(machine.last_trace)} rules:", file=out)
     for rule in machine.last_trace:
@@ -147,7 +164,7 @@ def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
     shown = " ".join(shlex.quote(c) for c in argv)
     adapter = PipeAdapter(argv, timeout=timeout, max_line=max_line)
     try:
-        adapter.request({"op": "hello"})
+        reply = adapter.request({"op": "hello"})
     except OSError as exc:
         raise UsageError(f"cannot run {shown}: {exc.strerror or exc}") from None
     except AdapterError as exc:
@@ -158,6 +175,17 @@ def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
     finally:
         with contextlib.suppress(AdapterError, OSError):
             adapter.close()
+    if not reply.get("ok"):
+        raise UsageError(
+            f"{shown} cannot run as a harness adapter: it refused hello: {reply.get('error')}; "
+            "no example was run"
+        )
+    spoken = reply["result"]["protocol"]
+    if spoken != PROTOCOL:
+        raise UsageError(
+            f"{shown} speaks {spoken}, this driver speaks {PROTOCOL} (spec/harness.md); no "
+            "example was run"
+        )
 
 
 def _options(p: argparse.ArgumentParser) -> None:

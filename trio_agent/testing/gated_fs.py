@@ -5,8 +5,9 @@ A :class:`~trio_agent.testing.world.World` hands a :class:`GatedFileOps` to its
 writer then parks, in its worker thread, before its first byte, until the trio side releases
 it from :meth:`~trio_agent.testing.world.World.settle`, when every trio task is blocked. So
 the file never changes while trio code runs, and which events a batch holds does not depend
-on thread timing. The gate can also refuse a batch (``ENOSPC``) and call back right after a
-batch's bytes are written (a crash between write and fsync).
+on thread timing. The gate can also refuse a batch (``ENOSPC``), call back right after a
+batch's bytes are written (a crash between write and fsync), and report each batch that
+finished, with how many events it held (the journal's ``write`` entries).
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class GatedFileOps(FileOps):
         self.batches = 0
         #: Called in the worker thread right after a batch's bytes are written (server crash).
         self.after_write: Callable[[], None] | None = None
+        #: Called in the worker thread when a batch finished: ``(events, ok)``, written and
+        #: synced, or refused (spec/harness.md §Journal entries, ``write``).
+        self.on_batch: Callable[[int, bool], None] | None = None
+        self._batch_lines = 0
 
     # -- trio side ---------------------------------------------------------------------------
 
@@ -100,9 +105,11 @@ class GatedFileOps(FileOps):
         self._cond.notify_all()
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
+        refused = 0
         with self._cond:
             if self.armed and not self._in_batch:
                 self._in_batch = True
+                self._batch_lines = 0
                 if not self._passthrough:
                     self._park_generation += 1
                     generation = self._park_generation
@@ -117,15 +124,33 @@ class GatedFileOps(FileOps):
                         self.fail_next -= 1
                         self._in_batch = False
                         self._bump()
-                        raise OSError(errno.ENOSPC, "injected by the harness: no space left")
-        return os.write(fd, data)
+                        # The writer hands a batch to one write call (write_all repeats it
+                        # only for a short write), so its first data is the whole batch.
+                        refused = self._parked_data.count(b"\n")
+        if refused:
+            self._report(refused, ok=False)
+            raise OSError(errno.ENOSPC, "injected by the harness: no space left")
+        written = os.write(fd, data)
+        if self._in_batch:
+            self._batch_lines += bytes(data[:written]).count(b"\n")
+        return written
+
+    def _report(self, events: int, *, ok: bool) -> None:
+        if self.on_batch is not None and not self._passthrough:
+            self.on_batch(events, ok)
 
     def point(self, name: str) -> None:
         if name == "batch:written" and self.after_write is not None:
             self.after_write()
         elif name == "batch:synced":
             with self._cond:
-                if self._in_batch:
-                    self._in_batch = False
-                    self.batches += 1
-                    self._bump()
+                synced = self._batch_lines if self._in_batch else None
+            if synced is None:
+                return
+            # Reported while the batch still counts as busy, so the entry comes before anything
+            # the finished batch lets happen (a flush returning) and no trio code runs beside it.
+            self._report(synced, ok=True)
+            with self._cond:
+                self._in_batch = False
+                self.batches += 1
+                self._bump()

@@ -8,11 +8,17 @@
 * the :class:`~trio_agent.testing.refmodel.ReferenceModel` accepts every journal entry and the
   settled state (queues, status, live controller);
 * the durable bytes are a valid prefix of the in-memory log, without a torn line, holding every
-  event a flush acknowledged; the consumed-work fold agrees with the model's drop record;
+  event a flush acknowledged and exactly the events the journal's ``write`` entries account
+  for; and, entry by entry, what happened had the durability it needed
+  (:class:`~trio_agent.testing.durability.DerivedDurability`: a body ran only once its
+  ``tool/call`` was written, K17; the run went on after a ``turn/end`` only once it was
+  written, or after an ``AgentError``, K13); the consumed-work fold agrees with the model's
+  drop record;
 
 and after every crash (now, or at an armed point, optionally tearing the last line):
 
-* the frozen bytes are a valid prefix, unchanged, with every acknowledged event; a cold open
+* the frozen bytes are a valid prefix, unchanged, with every acknowledged event and every
+  event a reported batch wrote; a cold open
   of a *copy* of them in a fresh directory keeps that prefix and appends exactly the repair
   closers (placeholders saying ``TOOL_OUTCOME_UNKNOWN`` exactly for durable ``tool/call``\\s),
   giving a balanced log; ``interrupted`` only ever comes from there.
@@ -57,23 +63,38 @@ from .checks import (
     dropped_unrun,
     tear_last_line,
 )
+from .durability import DURABILITY_RULES, DerivedDurability
 from .plan import MENU_NAMES
 from .protocol import POINTS, Adapter, AdapterError, NoReply, Reply, RunStopped
-from .refmodel import ModelViolation, ReferenceModel
+from .refmodel import MODEL_RULES, ModelViolation, ReferenceModel
 from .wire import check_request
 
 __all__ = [
     "COVERAGE",
     "EXAMPLES",
+    "RULES",
+    "RULE_NAMES",
+    "RULE_SCENARIOS",
+    "SCENARIO_FAILED",
+    "TRAP_KINDS",
     "HarnessMachine",
     "machine_for",
     "machine_settings",
     "run_machine",
+    "run_scenarios",
     "shrinking_bounded_by_work",
 ]
 
-#: ``(profile, "crash@<point>" | "cancel@<point>")`` -> how many times it happened.
+#: What a trap does at its point (spec/harness.md §Named points and traps).
+TRAP_KINDS: Final = ("crash", "cancel", "disk")
+#: ``(profile, "<kind>@<point>")`` -> how many times it happened (``kind`` of
+#: :data:`TRAP_KINDS`; a requested crash or cancel counts at the ``where`` it found).
 COVERAGE: Counter[tuple[str, str]] = Counter()
+#: Every rule whose checks the machine counts (the reference model's, then the durability
+#: derived from the journal): a rule no example of a run exercised was not tested by it.
+RULE_NAMES: Final = (*MODEL_RULES, *DURABILITY_RULES)
+#: ``(profile, rule)`` -> how many times a check of that rule had something to decide.
+RULES: Counter[tuple[str, str]] = Counter()
 #: profile name -> examples (machine instances) run.
 EXAMPLES: Counter[str] = Counter()
 
@@ -98,6 +119,7 @@ tears = st.none() | st.integers(min_value=0, max_value=1 << 16)
 actions = st.one_of(
     st.builds(lambda w: {"kind": "crash", "after_write": w}, st.booleans()),
     st.builds(lambda c, k: {"kind": "cancel", "cause": c, "keep_inbox": k}, causes, st.booleans()),
+    st.builds(lambda n: {"kind": "disk", "fail": n}, st.integers(min_value=1, max_value=2)),
 )
 
 
@@ -131,13 +153,15 @@ class HarnessMachine(RuleBasedStateMachine):
         self.state: dict[str, Any] | None = None
         self.acked = 0
         self.durable = DurableLog()
+        self.derived = DerivedDurability()
         self.armed: dict[str, Any] | None = None
-        #: ``"crash@point"`` / ``"cancel@point"`` of every trap that fired, in order.
+        #: ``"<kind>@<point>"`` of every trap that fired, in order.
         self.fired: list[str] = []
         self.sent = 0
         EXAMPLES[type(self).profile] += 1
 
     def teardown(self) -> None:
+        self._tally()
         try:
             self.adapter.close()
         finally:
@@ -147,6 +171,15 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def _cover(self, label: str) -> None:
         COVERAGE[(type(self).profile, label)] += 1
+
+    def _tally(self) -> None:
+        """Add what the current model and durability check exercised to :data:`RULES` (before
+        they are replaced, and at the end)."""
+        profile = type(self).profile
+        for counts in (self.model.exercised, self.derived.exercised):
+            for name, n in counts.items():
+                RULES[(profile, name)] += n
+            counts.clear()
 
     def _note(self, text: str) -> None:
         self.trace.append(text)
@@ -208,6 +241,7 @@ class HarnessMachine(RuleBasedStateMachine):
                     self._cover(f"cancel@{where[4:]}")
             if k == "event":
                 self.memory.append(entry["event"])
+            self.derived.feed(entry)
             try:
                 self.model.apply(entry)
             except ModelViolation as exc:
@@ -303,7 +337,8 @@ class HarnessMachine(RuleBasedStateMachine):
                 f"acknowledged events went from {self.acked} to {state['acked']}"
             )
         self.acked = state["acked"]
-        self.durable.check(self.log_path.read_bytes(), self.memory, self.acked)
+        on_disk = self.durable.check(self.log_path.read_bytes(), self.memory, self.acked)
+        self.derived.check_live(on_disk)
         if dropped_unrun(self.memory) is not self.model.dropped_unrun:
             raise HarnessViolation(
                 f"fold_consumed_work says dropped_unrun={not self.model.dropped_unrun}, "
@@ -323,8 +358,9 @@ class HarnessMachine(RuleBasedStateMachine):
         except ModelViolation as exc:
             raise HarnessViolation(f"reference model: {exc}") from None
         data = self.adapter.durable_bytes(str(self.log_path))
-        data = tear_last_line(data, self.acked, tear)
+        data = tear_last_line(data, max(self.acked, self.derived.written), tear)
         prefix = check_crash_bytes(data, self.memory, self.acked)
+        self.derived.check_crash(len(prefix))
         path = self._fresh_log()
         path.write_bytes(data)
         reply = self._send({"op": "start", "log": str(path), "create": False, "plan": self.plan})
@@ -333,6 +369,7 @@ class HarnessMachine(RuleBasedStateMachine):
         opened = self._journal_opening(reply)
         closers = check_reopened(prefix, opened)
         balanced_ends(opened)
+        self._tally()
         self.model = ReferenceModel.replay(self.plan, prefix)
         try:
             self.model.apply_closers(closers)
@@ -340,6 +377,7 @@ class HarnessMachine(RuleBasedStateMachine):
             raise HarnessViolation(f"reference model: {exc}") from None
         self.log_path = path
         self.durable = DurableLog()
+        self.derived = DerivedDurability(len(opened))
         self.memory = list(opened)
         self.acked = len(opened)
         self.armed = None
@@ -453,8 +491,9 @@ class HarnessMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._alive() and self._running())
     @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
     def drive(self, ticks: int, finish: bool) -> None:
-        """Move the running turn on: each tick answers a waiting approval (allow) or job
-        (finish, or fail), else advances time by a second; stops early at a crash or idle."""
+        """Move the running turn on: each tick answers a waiting approval (allow, or with
+        ``finish`` false deny) or job (finish, or fail), else advances time by a second; stops
+        early at a crash or idle."""
         self._note(f"drive({ticks}, {'finish' if finish else 'fail'})")
         self._drive(ticks, finish)
 
@@ -465,7 +504,7 @@ class HarnessMachine(RuleBasedStateMachine):
                 return
             before = self.incarnation
             if state["approvals"]:
-                self._request({"op": "approval", "decision": "allow"})
+                self._request({"op": "approval", "decision": "allow" if finish else "deny"})
             elif state["jobs"]:
                 self._request({"op": "tool", "decision": "finish" if finish else "fail"})
             else:
@@ -510,7 +549,12 @@ class HarnessMachine(RuleBasedStateMachine):
         self._recover(tear)
 
     @precondition(
-        lambda self: self._alive() and self.state is not None and not self.state["disk_failures"]
+        lambda self: (
+            self._alive()
+            and self.state is not None
+            and not self.state["disk_failures"]
+            and not (self.armed is not None and self.armed["action"]["kind"] == "disk")
+        )
     )
     @rule()
     def restart(self) -> None:
@@ -526,7 +570,7 @@ class HarnessMachine(RuleBasedStateMachine):
         if state["violations"] or state["failure"] or not reply["result"]["closed_ok"]:
             raise HarnessViolation(f"shutdown failed: {state['failure'] or state['violations']}")
         data = self.log_path.read_bytes()
-        check_live_bytes(data, self.memory, len(self.memory))
+        self.derived.check_live(check_live_bytes(data, self.memory, len(self.memory)))
         balanced_ends(self.memory)
         self.armed = None
         reply = self._send(
@@ -535,6 +579,8 @@ class HarnessMachine(RuleBasedStateMachine):
         opened = self._journal_opening(reply)
         if opened != self.memory:
             raise HarnessViolation("reopening a cleanly closed session changed its log")
+        self._tally()
+        self.derived = DerivedDurability(len(opened))
         self.model.reopened()
         rest = dict(reply)
         rest["journal"] = reply["journal"][1:]
@@ -597,13 +643,173 @@ def shrinking_bounded_by_work() -> Iterator[None]:
         hypothesis_engine.MAX_SHRINKING_SECONDS = previous
 
 
+Step = tuple[str, dict[str, Any]]
+_HIT: Final = {"cause": "user", "keep_inbox": False}
+_KEEP: Final = {"cause": "parent", "keep_inbox": True}
+_CANCEL_TRAP: Final = {"kind": "cancel", **_HIT}
+
+#: Short fixed examples, one or more per rule, that every run plays before its random ones
+#: (:func:`run_machine`): each gives the checks of the rules it names something to decide,
+#: so every rule of :data:`RULE_NAMES` is exercised in every run, whatever the seed and the
+#: budget. The random examples then vary the interleavings around them. Each step is a rule
+#: of :class:`HarnessMachine` and its arguments, so a failing scenario reports like a shrunk
+#: example.
+RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
+    (
+        "K1, K14, K16, K17, K21: a sleep and a job finish, the next turn follows",
+        (
+            ("begin", {"plan": ["pair"]}),
+            ("followup", {}),
+            ("followup", {}),
+            ("drive", {"ticks": 20, "finish": True}),
+        ),
+    ),
+    (
+        "K18: a failed job, a denied call",
+        (
+            ("begin", {"plan": ["job", "ask"]}),
+            ("followup", {}),
+            ("drive", {"ticks": 20, "finish": False}),
+        ),
+    ),
+    (
+        "K3, K5, K19: a second cancel of a cancelled controller misses; an idle cancel",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("followup", {}),
+            ("inject", {}),
+            ("cancel_unsettled", _HIT),
+            ("cancel", _HIT),
+            ("cancel", _HIT),
+        ),
+    ),
+    (
+        "K5, K8: keep_inbox keeps the queue; a steer after the abort goes next-turn",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("followup", {}),
+            ("inject", {}),
+            ("cancel_unsettled", _KEEP),
+            ("steer", {}),
+        ),
+    ),
+    (
+        "K8: a wake latched while the cancelled turn unwinds replays",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("followup", {}),
+            ("cancel_unsettled", _HIT),
+            ("followup", {}),
+            ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
+        "K2: a cancel of the woken controller prevents its turn",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("provoke", {"point": "turn/start:before", "action": _CANCEL_TRAP, "tear": None}),
+        ),
+    ),
+    (
+        "K11, K14: a cancel while an approval waits; the cut stream's message",
+        (
+            ("begin", {"plan": ["ask", "talk"]}),
+            ("followup", {}),
+            ("provoke", {"point": "approval:waiting", "action": _CANCEL_TRAP, "tear": None}),
+            ("followup", {}),
+            ("advance", {"ticks": 1}),
+            ("cancel", _HIT),
+        ),
+    ),
+    (
+        "K12: max-tokens ends the turn; next-step input owes a step",
+        (
+            ("begin", {"plan": ["cut", "talk"]}),
+            ("followup", {}),
+            ("advance", {"ticks": 1}),
+            ("inject", {}),
+            ("drive", {"ticks": 20, "finish": True}),
+        ),
+    ),
+    (
+        "K13: a failed checkpoint stops the run",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("followup", {}),
+            ("followup", {}),
+            (
+                "provoke",
+                {"point": "turn/end:after", "action": {"kind": "disk", "fail": 2}, "tear": None},
+            ),
+            ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
+        "K17: a failed dispatch flush runs no body",
+        (
+            ("begin", {"plan": ["job"]}),
+            (
+                "provoke",
+                {"point": "tool/call:after", "action": {"kind": "disk", "fail": 2}, "tear": None},
+            ),
+            ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
+        "K22, R3: a shutdown parks the queue; repair closes the turn a crash left open",
+        (
+            ("begin", {"plan": ["job"]}),
+            ("followup", {}),
+            ("followup", {}),
+            ("restart", {}),
+            (
+                "provoke",
+                {
+                    "point": "tool:running",
+                    "action": {"kind": "crash", "after_write": False},
+                    "tear": None,
+                },
+            ),
+        ),
+    ),
+)
+
+
+#: How a failure of a rule scenario begins (its text follows), so a report can tell it from
+#: a shrunk random example.
+SCENARIO_FAILED: Final = "rule scenario"
+
+
+def run_scenarios(machine: type[HarnessMachine]) -> None:
+    """Play :data:`RULE_SCENARIOS` on ``machine``; the first that fails raises, its text
+    prefixed with ``rule scenario '<title>': `` (the machine's ``last_trace`` holds its rules)."""
+    for title, steps in RULE_SCENARIOS:
+        instance = machine()
+        try:
+            for method, kwargs in steps:
+                getattr(instance, method)(**kwargs)
+        except AssertionError as exc:
+            exc.args = (f"{SCENARIO_FAILED} {title!r}: {exc}",)
+            raise
+        finally:
+            instance.teardown()
+
+
 def run_machine(
-    machine: type[RuleBasedStateMachine], *, examples: int, steps: int, seed: int
+    machine: type[RuleBasedStateMachine],
+    *,
+    examples: int,
+    steps: int,
+    seed: int,
+    scenarios: bool = True,
 ) -> None:
     """Run ``machine`` as every machine run goes, the tests' and ``trio-agent harness``'s:
-    seeded with ``seed``, under :func:`machine_settings`, shrinking with no wall-clock limit
-    (:func:`shrinking_bounded_by_work`). Every bound is on work, none on time. A failure
-    propagates: the shrunk example's."""
+    first :data:`RULE_SCENARIOS` (a :class:`HarnessMachine`, unless ``scenarios`` is false),
+    then ``examples`` random examples seeded with ``seed``, under :func:`machine_settings`,
+    shrinking with no wall-clock limit (:func:`shrinking_bounded_by_work`). Every bound is on
+    work, none on time. A failure propagates: the scenario's, or the shrunk example's."""
+    if scenarios and issubclass(machine, HarnessMachine):
+        run_scenarios(machine)
     hypothesis_seed(seed)(machine)
     with shrinking_bounded_by_work():
         run_state_machine_as_test(

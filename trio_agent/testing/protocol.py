@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: Name and version of the wire protocol (the ``hello`` answer carries it).
-PROTOCOL: Final = "trio-agent-harness/1"
+PROTOCOL: Final = "trio-agent-harness/2"
 
 #: Named points where a trap (``arm``) can crash or cancel. Order is documentation order.
 POINTS: Final = (

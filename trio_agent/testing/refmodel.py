@@ -29,15 +29,50 @@ from __future__ import annotations
 
 import enum
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 from ..log.splice import Splice, SpliceKind, classify_splice
 from .plan import entry_kind, expected_chunks, plan_entry
 
-__all__ = ["Controller", "MessageState", "ModelViolation", "ReferenceModel", "Status"]
+__all__ = [
+    "MODEL_RULES",
+    "Controller",
+    "MessageState",
+    "ModelViolation",
+    "ReferenceModel",
+    "Status",
+]
+
+#: What the model checks, by rule, in the words :attr:`ReferenceModel.exercised` counts: each
+#: is counted when a journal gave the check something to decide (not when it merely passed
+#: over nothing), so a rule no example counts was never tested.
+MODEL_RULES: Final = (
+    "K1 a wake starts a run",
+    "K2 a cancelled controller prevents its turn",
+    "K3 a second cancel misses",
+    "K5 an idle cancel reaches nothing",
+    "K5 a cancel drops the queue",
+    "K5 keep_inbox keeps the queue",
+    "K8 a steer after an abort goes next-turn",
+    "K8 a latched wake replays",
+    "K11 an unanswered approval ends cancelled",
+    "K12 max-tokens ends the turn",
+    "K12 next-step input owes a step",
+    "K14 the chunks of a finished step",
+    "K14 the message of a finished step",
+    "K14 the interrupted message of a cut stream",
+    "K16 the result of a finished job",
+    "K18 the result of a failed job",
+    "K18 the result of a denied call",
+    "K19 a cancelled turn ends aborted",
+    "K21 the next turn starts after a turn ends",
+    "K22 a shutdown parks the queue",
+    "R3 repair closes the open turn",
+)
 
 QUEUES = ("next-step", "next-turn")
 
@@ -88,6 +123,10 @@ class TurnRecord:
     more_steps: bool = False  # after the last step/end, another step is owed
     ended: str | None = None
     chunks: int = 0  # chunks the open step logged so far
+    text: str = ""  # the open step's text-delta chunks, joined (the visible text)
+    calls: list[dict[str, Any]] = attrs.Factory(list)  # the open step's tool-call chunks
+    finish: str | None = None  # the open step's finish reason, once its finish chunk is logged
+    message: bool = False  # the open step logged its assistant/message
     approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
     allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
 
@@ -148,6 +187,12 @@ class ReferenceModel:
         self._last_drop: tuple[str, list[str]] | None = None
         #: Every turn/end seen, in order: (turn, kind).
         self.ends: list[tuple[int, str]] = []
+        #: How often each of :data:`MODEL_RULES` had something to decide.
+        self.exercised: Counter[str] = Counter()
+        self._handed_off = False  # the open run's controller came from a turn's hand-off (K7)
+
+    def _saw(self, rule: str) -> None:
+        self.exercised[rule] += 1
 
     # -- construction after a crash or a reopen ------------------------------------------------
 
@@ -163,6 +208,7 @@ class ReferenceModel:
 
     def reopened(self) -> None:
         """A new agent on the same log: no run, everything queued is parked (K8)."""
+        self._handed_off = False
         self.status = Status.IDLE
         self.controller = Controller.NONE
         self.controller_turn = None
@@ -257,6 +303,8 @@ class ReferenceModel:
             self._decided[(op, entry["call"])] = entry["decision"]
         elif op == "shutdown":
             # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
+            if any(self.queues.values()):
+                self._saw("K22 a shutdown parks the queue")
             self.closing = True
             self._cancel_begin("disposed", True)
             self._cancel_end(None, None)
@@ -283,6 +331,8 @@ class ReferenceModel:
             self.latch = True
 
     def _cancel_begin(self, cause: str, keep_inbox: bool) -> None:
+        if keep_inbox and any(self.queues.values()):
+            self._saw("K5 keep_inbox keeps the queue")
         drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
         if not keep_inbox:
             self.latch = False
@@ -296,6 +346,10 @@ class ReferenceModel:
         assert cancel is not None
         if cancel.drops:
             self.fail(f"cancel did not drop {cancel.drops} (K5: the whole queue, next-step first)")
+        if hit is not None and self.controller is Controller.NONE:
+            self._saw("K5 an idle cancel reaches nothing")
+        elif hit is not None and self.controller_cancelled:
+            self._saw("K3 a second cancel misses")
         if hit is not None and hit is not cancel.predicted_hit:
             where = (
                 "no live controller"
@@ -346,6 +400,7 @@ class ReferenceModel:
             pending = len(self.queues["next-turn"]) + len(self.queues["next-step"])
             if entry["parked"] != pending:
                 self.fail(f"TurnPrevented says {entry['parked']} parked, the inbox holds {pending}")
+            self._saw("K2 a cancelled controller prevents its turn")
         elif kind == "dropped":
             if self._last_drop != (entry["target"], list(entry["ids"])):
                 self.fail(
@@ -361,6 +416,7 @@ class ReferenceModel:
         woke = send is not None and send.woke_idle and send.op != "inject" and not self.closing
         if not (woke or self.expect_running) or self.status is not Status.IDLE:
             self.fail("the agent started a run nobody woke (K1, K8)")
+        self._saw("K8 a latched wake replays" if self.expect_running else "K1 a wake starts a run")
         self.expect_running = False
         self.status = Status.RUNNING
         self.controller = Controller.UNBOUND
@@ -376,6 +432,15 @@ class ReferenceModel:
             self.fail("StatusChanged(idle) while the model is already idle")
         if self.controller is Controller.BOUND:
             self.fail(f"the agent went idle with turn {self.controller_turn} still running")
+        if (
+            self.controller is Controller.UNBOUND
+            and self.controller_cancelled
+            and not self.checkpoint_failed  # the run stopped at the failed checkpoint (K13)
+        ):
+            self.fail(
+                "the agent went idle without TurnPrevented for its cancelled controller, which "
+                "never started its turn (K2: every prevented turn emits one, parked 0 included)"
+            )
         pending = [*self.queues["next-step"], *self.queues["next-turn"]]
         stopped_by = self.after_abort or self.checkpoint_failed or self.closing
         if pending and not stopped_by and not self.latch:
@@ -387,6 +452,7 @@ class ReferenceModel:
         self.controller = Controller.NONE
         self.controller_turn = None
         self.controller_cancelled = False
+        self._handed_off = False
         replay = self.latch and bool(pending) and not self.closing
         self.latch = False
         if replay:
@@ -425,6 +491,7 @@ class ReferenceModel:
                     f"seq {seq}: cancel dropped {target} {got}, expected {want_target} {want_ids}"
                 )
             del queue[:]
+            self._saw("K5 a cancel drops the queue")
             self._last_drop = (target, list(got))
             for mid in got:
                 self.messages[mid] = MessageState.DROPPED
@@ -445,6 +512,8 @@ class ReferenceModel:
                 f"{send.target}" + (" (after an abort, K8)" if send.after_abort else "")
             )
         queue = self.queues[target]
+        if send.after_abort and send.op == "steer":
+            self._saw("K8 a steer after an abort goes next-turn")
         if data["start"] != len(queue):
             self.fail(f"seq {seq}: insert at {data['start']}, not at the end of {target}")
         message = inserted[0]
@@ -489,6 +558,9 @@ class ReferenceModel:
         elif self.controller_cancelled:
             self.fail(f"seq {seq}: turn/start although its controller was cancelled (K2)")
         turn = data["turn"]
+        if self._handed_off:
+            self._saw("K21 the next turn starts after a turn ends")
+        self._handed_off = False
         self.turns[turn] = TurnRecord(turn)
         self.open_turn = self.last_turn = turn
         self.controller = Controller.BOUND
@@ -506,6 +578,7 @@ class ReferenceModel:
         record.steps = data["step"]
         record.open_step = data["step"]
         record.chunks = 0
+        record.text, record.calls, record.finish, record.message = "", [], None, False
         record.entering = record.batch
         record.batch = []
         record.more_steps = False
@@ -541,6 +614,75 @@ class ReferenceModel:
                 f"streams {_json(expected[index])}"
             )
         record.chunks += 1
+        chunk = data["chunk"]
+        if chunk.get("type") == "text-delta":
+            record.text += str(chunk.get("text", ""))
+        elif chunk.get("type") == "tool-call":
+            record.calls.append(dict(chunk))
+        elif chunk.get("type") == "finish":
+            record.finish = chunk.get("reason")
+
+    def _on_assistant_message(self, data: Mapping[str, Any], seq: int) -> None:
+        """K14: the message a step's stream leaves, from the chunks it logged: id
+        ``a-<turn>-<step>``; after a cancel or an ``error`` finish only the visible text,
+        ``interrupted``; after ``max-tokens`` the text only; else the text and one
+        ``tool-call`` block per call, in stream order."""
+        self.report_chunks()
+        record = self.turns[data["turn"]]
+        step = data["step"]
+        if record.open_step != step or record.message:
+            self.fail(
+                f"seq {seq}: an assistant/message for step {step}, which is not open or "
+                "already has one"
+            )
+            return
+        record.message = True
+        text = [{"type": "text", "text": record.text}] if record.text else []
+        cut = record.hit or record.finish == "error"
+        if cut and not record.text.strip():
+            self.fail(
+                f"seq {seq}: turn {record.number} step {step} logged an assistant/message "
+                "although no visible text streamed before its stream was cut (K14: then no "
+                "message is written)"
+            )
+            return
+        if not cut and record.finish is None:
+            self.fail(
+                f"seq {seq}: turn {record.number} step {step} logged its assistant/message "
+                "before the stream's finish chunk, with no cancel (K14)"
+            )
+            return
+        self._saw(
+            "K14 the interrupted message of a cut stream"
+            if cut
+            else "K14 the message of a finished step"
+        )
+        content = text if cut or record.finish == "max-tokens" else [*text, *record.calls]
+        want = {"id": f"a-{record.number}-{step}", "content": content}
+        got = (data["message"], bool(data.get("interrupted", False)))
+        if got != (want, cut):
+            self.fail(
+                f"seq {seq}: turn {record.number} step {step}'s assistant/message is "
+                f"{_json(got[0])}{' interrupted' if got[1] else ''}; from the chunks it logged "
+                f"it must be {_json(want)}{' interrupted' if cut else ''} (K14)"
+            )
+
+    def _missing_message(self, record: TurnRecord, step: int, seq: int) -> None:
+        """At step/end: a step whose stream left visible text, or finished without a cut,
+        logged its assistant/message (K14)."""
+        if record.message:
+            return
+        cut = record.hit or record.finish == "error"
+        if (cut and record.text.strip()) or (not cut and record.finish is not None):
+            what = (
+                "the visible text of its cut stream, as an interrupted message"
+                if cut
+                else "its message"
+            )
+            self.fail(
+                f"seq {seq}: turn {record.number} step {step} ended without an "
+                f"assistant/message: it must keep {what} (K14)"
+            )
 
     def report_chunks(self) -> None:
         """Fail with every differing chunk of the stream just logged, if any (K14)."""
@@ -558,13 +700,15 @@ class ReferenceModel:
     def _on_approval_decided(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
         call = record.approvals.get(data["id"])
-        if (
+        unanswered = (
             record.hit
             and not self.repairing
             and call is not None
-            and data["outcome"] != "cancelled"
             and ("approval", call) not in self._decided
-        ):
+        )
+        if unanswered:
+            self._saw("K11 an unanswered approval ends cancelled")
+        if unanswered and data["outcome"] != "cancelled":
             # K11: once a cancel reached the turn, an approval the driver did not answer can
             # only end cancelled (the approver is cancelled at its seam or while it waits).
             self.fail(
@@ -604,6 +748,14 @@ class ReferenceModel:
             want = (False, None, f"job {call} done")
         elif tool == "fail":
             want = (True, "TOOL_FAILED", f"The job call failed: RuntimeError: job {call} failed")
+        if want is not None:
+            self._saw(
+                "K18 the result of a denied call"
+                if approval == "deny"
+                else "K16 the result of a finished job"
+                if tool == "finish"
+                else "K18 the result of a failed job"
+            )
         if want is not None and got != want:
             decision = f"approval {approval}" if approval == "deny" else f"tool {tool}"
             self.fail(
@@ -618,10 +770,13 @@ class ReferenceModel:
         if record.entering and not self.repairing:
             self.fail(f"seq {seq}: step ended without entering {record.entering}")
         record.open_step = None
+        if not self.repairing:
+            self._missing_message(record, data["step"], seq)
         if record.hit or self.repairing:
             return
         entry = plan_entry(self.plan, record.number, data["step"])
         expected = expected_chunks(entry, record.number, data["step"])
+        self._saw("K14 the chunks of a finished step")
         if record.chunks != len(expected):
             self.fail(
                 f"seq {seq}: turn {record.number} step {data['step']} ended after logging "
@@ -636,6 +791,8 @@ class ReferenceModel:
         record.ends = kind
         record.cut_off = record.cut_off or kind == "max-tokens"
         record.more_steps = not (record.ends is not None and not self.queues["next-step"])
+        if record.ends is not None and self.queues["next-step"]:
+            self._saw("K12 next-step input owes a step")
 
     def _on_turn_end(self, data: Mapping[str, Any], seq: int) -> None:
         turn = data["turn"]
@@ -647,6 +804,7 @@ class ReferenceModel:
         elif self.repairing:
             self.fail(f"seq {seq}: repair closed turn {turn} as {kind}, not interrupted")
         elif record.hit:
+            self._saw("K19 a cancelled turn ends aborted")
             if kind != "aborted":
                 self.fail(f"seq {seq}: turn {turn} was cancelled but ended {kind} (K19)")
         elif kind == "aborted":
@@ -657,6 +815,8 @@ class ReferenceModel:
                 self.fail(f"seq {seq}: turn {turn} ended {kind} while a step was still owed")
             elif kind != want:
                 self.fail(f"seq {seq}: turn {turn} ended {kind}, the plan says {want}")
+            if want == "max-tokens":
+                self._saw("K12 max-tokens ends the turn")
         record.ended = kind
         if record.steps or (record.claimed and kind != "completed"):
             self.dropped_unrun = False  # C4: the turn accounts for what it consumed
@@ -669,6 +829,7 @@ class ReferenceModel:
         if kind == "aborted":
             self.controller = Controller.NONE
         else:
+            self._handed_off = True
             self.controller = Controller.UNBOUND
             self.controller_cancelled = False
             self.after_abort = False
@@ -680,6 +841,8 @@ class ReferenceModel:
     def apply_closers(self, closers: Iterable[Mapping[str, Any]]) -> None:
         """Check the events a cold open appended: they only close the open turn."""
         self.report_chunks()
+        if self.open_turn is not None:
+            self._saw("R3 repair closes the open turn")
         self.repairing = True
         try:
             for event in closers:

@@ -105,6 +105,7 @@ class World:
         self._emit_to = emit
         self._on_crash = on_crash
         self.ops = GatedFileOps()
+        self.ops.on_batch = self._batch_done
         self.session: Session | None = None
         self.agent: Agent | None = None
         self.scope = trio.CancelScope()
@@ -134,6 +135,11 @@ class World:
     def emit(self, entry: dict[str, Any]) -> None:
         if not self.dead:
             self._emit_to(entry)
+
+    def _batch_done(self, events: int, ok: bool) -> None:
+        """A writer batch finished (called in the writer's thread while every trio task is
+        blocked in :meth:`settle`): the journal's ``write`` entry."""
+        self.emit({"k": "write", "events": events, "ok": ok})
 
     def violation(self, text: str) -> None:
         if not self.dead:
@@ -265,6 +271,10 @@ class World:
         self.emit({"k": "fire", "point": point, "action": action, "events": events})
         if action["kind"] == "crash":
             self.crash(after_write=bool(action.get("after_write")) and point == "flush")
+        elif action["kind"] == "disk":
+            # The next batches fail: at tool/call:after the dispatch flush's (K17), at
+            # turn/end:after the checkpoint's (K13), at flush the batch about to be written.
+            self.ops.fail_next += int(action["fail"])
         elif point in ("turn/start:before", "tool:running", "approval:waiting", "flush"):
             # A runtime listener, a seam or the quiescent I/O gate: cancelling here is allowed.
             self.cancel(action["cause"], bool(action["keep_inbox"]), where=point)

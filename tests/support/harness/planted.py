@@ -11,6 +11,7 @@ fail and shrink to a short counterexample.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -259,6 +260,133 @@ def _plant_cancelled_approval_rejected(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(build_module, "approval_decided", decided)
 
 
+# -- 14-17: flushes skipped or failures ignored, by a port that counts only the flushes the
+# driver asked for (so ``acked`` never claims what the bug skipped: the driver must derive it)
+
+
+def count_only_requested_flushes(mp: pytest.MonkeyPatch) -> None:
+    """The world reports as acknowledged only a requested ``flush``, a shutdown and a cold
+    open -- not the flush before a body (K17) nor the checkpoint after ``turn/end`` (K13).
+    Under-reporting is allowed; it makes ``acked`` silent about exactly what bugs 14-17
+    skip, so the driver finds them only by deriving durability from the journal."""
+
+    def body_started(self: world_module.World, turn: int, call_id: str) -> None:
+        self.bodies[call_id] = turn
+        self.at_seam()
+        self.reach("tool:running")
+
+    def checkpointed(self: world_module.World) -> None:
+        self._checkpoint_at = None
+
+    mp.setattr(world_module.World, "body_started", body_started)
+    mp.setattr(world_module.World, "_checkpointed", checkpointed)
+
+
+def _prepare_with(*, flush: bool, run_after_failure: bool) -> Callable[..., Any]:
+    """ToolStep._prepare, with the dispatch flush skipped (``flush=False``) or its failure
+    ignored (``run_after_failure``)."""
+
+    async def prepare(self: scheduler_module.ToolStep, slot: Any) -> bool:
+        name = slot.block["name"]
+        if slot.tool is None:
+            self._settle(
+                slot,
+                self._refused(slot, "DENIED", scheduler_module.UNKNOWN_TOOL_TEXT.format(name=name)),
+            )
+            return False
+        if self._approver is not None and not await self._approve(slot, self._approver):
+            return False
+        turn, step = self.ctx.turn, self.ctx.step
+        self.append(
+            *build_module.tool_call(
+                turn, step, slot.block["id"], name, slot.block.get("arguments", {})
+            )
+        )
+        slot.dispatched = True
+        if flush:  # BUG (flush=False): the body starts without its tool/call on disk
+            try:
+                await self.session.flush()
+            except Exception as exc:
+                if not run_after_failure:
+                    self._settle(slot, self._failed(slot, f"not durable: {exc}"))
+                    return False
+                # BUG: the flush failed, the body runs all the same
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return True
+
+    return prepare
+
+
+def _plant_dispatch_not_flushed(mp: pytest.MonkeyPatch) -> None:
+    count_only_requested_flushes(mp)
+    mp.setattr(
+        scheduler_module.ToolStep, "_prepare", _prepare_with(flush=False, run_after_failure=False)
+    )
+
+
+def _plant_body_after_failed_dispatch(mp: pytest.MonkeyPatch) -> None:
+    count_only_requested_flushes(mp)
+    mp.setattr(
+        scheduler_module.ToolStep, "_prepare", _prepare_with(flush=True, run_after_failure=True)
+    )
+
+
+async def _checkpoint_skipped(self: agent_module.Agent) -> bool:
+    return True  # BUG: the turn is reported finished without the flush after turn/end (K13)
+
+
+async def _checkpoint_ignoring_failure(self: agent_module.Agent) -> bool:
+    # BUG: a failed checkpoint is ignored: no AgentError, the run goes on (K13)
+    with contextlib.suppress(Exception):
+        await self._session.flush()
+    return True
+
+
+def _plant_checkpoint_skipped(mp: pytest.MonkeyPatch) -> None:
+    count_only_requested_flushes(mp)
+    mp.setattr(agent_module.Agent, "_checkpoint", _checkpoint_skipped)
+
+
+def _plant_failed_checkpoint_ignored(mp: pytest.MonkeyPatch) -> None:
+    count_only_requested_flushes(mp)
+    mp.setattr(agent_module.Agent, "_checkpoint", _checkpoint_ignoring_failure)
+
+
+# -- 18-19: the assistant message (K14) ------------------------------------------------------------
+
+
+def _message_id_per_turn(ctx: Any) -> str:
+    return f"a-{ctx.turn}"  # BUG: a-<turn>, so every step of a turn reuses one id
+
+
+def _plant_message_id_per_turn(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(turn_module.TurnRunner, "_message_id", staticmethod(_message_id_per_turn))
+
+
+def _rescue_nothing(self: turn_module.TurnRunner, ctx: Any, text: list[str]) -> None:
+    """TurnRunner._rescue_interrupted, except the visible prefix is dropped (K14)."""
+
+
+def _plant_cut_stream_leaves_nothing(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(turn_module.TurnRunner, "_rescue_interrupted", _rescue_nothing)
+
+
+# -- 20: TurnPrevented only when work is parked (K2) ------------------------------------------
+
+
+def _plant_prevented_only_with_work(mp: pytest.MonkeyPatch) -> None:
+    real = agent_module.Agent._prevented
+
+    def prevented(self: agent_module.Agent, controller: TurnController) -> None:
+        inbox = self._session.inbox
+        if inbox.next_turn or inbox.next_step:
+            real(self, controller)
+        else:
+            self._state.prevent(controller)  # BUG: nothing queued, so no TurnPrevented
+
+    mp.setattr(agent_module.Agent, "_prevented", prevented)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -282,7 +410,7 @@ BUGS = [
         "writer-drops-failed-batch",
         "the writer forgets a batch whose write failed",
         _plant_dropping_writer,
-        r"durable bytes|acknowledged",
+        r"durable bytes|acknowledged|K13: .* journal.s writes",
     ),
     Bug(
         "cancel-leaks-into-next-turn",
@@ -294,7 +422,7 @@ BUGS = [
         "finish-chunk-not-logged",
         "the model stream's finish chunk is not appended as assistant/chunk",
         _plant_unlogged_finish,
-        r"the finish included",
+        r"the finish included|before the stream.s finish chunk",
     ),
     Bug(
         "plain-calls-skip-approval",
@@ -338,5 +466,51 @@ BUGS = [
         "an approval the cancel interrupted is logged as rejected, not cancelled",
         _plant_cancelled_approval_rejected,
         r"can only be 'cancelled' \(K11\)",
+    ),
+    Bug(
+        "dispatch-not-flushed",
+        "a tool body starts without the flush after its tool/call, and the port does not "
+        "count that flush (K17)",
+        _plant_dispatch_not_flushed,
+        r"K17: the body of \S+ ran",
+    ),
+    Bug(
+        "body-after-failed-dispatch-flush",
+        "the flush after a tool/call fails (disk full) and the body runs all the same (K17)",
+        _plant_body_after_failed_dispatch,
+        r"K17: the body of \S+ ran",
+    ),
+    Bug(
+        "checkpoint-skipped",
+        "the run goes on after turn/end without the checkpoint flush, and the port does not "
+        "count it (K13)",
+        _plant_checkpoint_skipped,
+        r"K13: .* after turn \d+'s turn/end",
+    ),
+    Bug(
+        "failed-checkpoint-ignored",
+        "the checkpoint flush after turn/end fails (disk full) and the run goes on without "
+        "AgentError (K13)",
+        _plant_failed_checkpoint_ignored,
+        r"K13: .* after turn \d+'s turn/end",
+    ),
+    Bug(
+        "message-id-per-turn",
+        "the assistant message id is a-<turn>, not a-<turn>-<step> (K14)",
+        _plant_message_id_per_turn,
+        r"assistant/message is .*K14",
+    ),
+    Bug(
+        "cut-stream-leaves-no-message",
+        "a cancelled or failed stream's visible text is not kept as an interrupted "
+        "assistant/message (K14)",
+        _plant_cut_stream_leaves_nothing,
+        r"ended without an assistant/message",
+    ),
+    Bug(
+        "prevented-only-with-work",
+        "a turn prevented by a cancel that cleared the inbox emits no TurnPrevented (K2)",
+        _plant_prevented_only_with_work,
+        r"without TurnPrevented",
     ),
 ]
