@@ -722,13 +722,17 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K12: max-tokens ends the turn; next-step input owes a step",
+        "K12: next-step input owes a step, and max-tokens sticks across it; max-tokens ends "
+        "the turn",
         (
             ("begin", {"plan": ["cut", "talk"]}),
             ("followup", {}),
             ("advance", {"ticks": 1}),
             ("inject", {}),
             ("drive", {"ticks": 20, "finish": True}),
+            ("followup", {}),  # turn 2 talks, turn 3 is cut off
+            ("followup", {}),
+            ("drive", {"ticks": 40, "finish": True}),
         ),
     ),
     (

@@ -61,6 +61,7 @@ MODEL_RULES: Final = (
     "K8 a latched wake replays",
     "K11 an unanswered approval ends cancelled",
     "K12 max-tokens ends the turn",
+    "K12 max-tokens sticks across a later step",
     "K12 next-step input owes a step",
     "K14 the chunks of a finished step",
     "K14 the message of a finished step",
@@ -816,7 +817,11 @@ class ReferenceModel:
             elif kind != want:
                 self.fail(f"seq {seq}: turn {turn} ended {kind}, the plan says {want}")
             if want == "max-tokens":
-                self._saw("K12 max-tokens ends the turn")
+                self._saw(
+                    "K12 max-tokens sticks across a later step"
+                    if record.steps > 1 and record.ends != "max-tokens"
+                    else "K12 max-tokens ends the turn"
+                )
         record.ended = kind
         if record.steps or (record.claimed and kind != "completed"):
             self.dropped_unrun = False  # C4: the turn accounts for what it consumed
