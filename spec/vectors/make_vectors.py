@@ -1756,6 +1756,112 @@ store("no-damage", "A clean balanced file: nothing to cut, nothing to close.",
 
 
 # ===========================================================================================
+# Edge cases a port decides differently unless told: numbers, identities, kinds, notes.
+# ===========================================================================================
+
+
+def numbers_turn(block_args: str, call_args: str) -> list[Any]:
+    """opening() (seq 0-4), then the message and its tool/call as raw lines (seq 5-6) whose
+    arguments are written exactly as given, then the result and the ends (seq 7-9)."""
+    message = ('{"seq":5,"time":1050,"type":"assistant/message","data":{"turn":1,"step":1,'
+               '"message":{"id":"a1.1","content":[{"type":"tool-call","id":"c1","name":"query",'
+               '"arguments":%s}]}}}' % block_args)
+    dispatch = ('{"seq":6,"time":1060,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
+                '"name":"query","arguments":%s}}' % call_args)
+    tail = [dict(ev, seq=7 + i, time=1070 + 10 * i) for i, ev in enumerate([res(1, 1, "c1", "[]"), se(1, 1), te(1)])]
+    return [*opening(), message, dispatch, *tail]
+
+
+valid(
+    "arguments-numbers-as-binary64",
+    "Numbers in arguments compare as the IEEE 754 binary64 values a JSON reader gives them "
+    "(log.md §Values): 100 and 1e2, 0 and -0.0, 0.1 and 0.10, and 9007199254740993 and "
+    "9007199254740992 (both read as 2^53) are the same value. A reader that compares the digits, "
+    "or big integers exactly, refuses this log wrongly.",
+    numbers_turn('{"a":100,"b":0,"c":0.1,"d":9007199254740993}',
+                 '{"a":1e2,"b":-0.0,"c":0.10,"d":9007199254740992}'),
+    True,
+)
+case(
+    "invalid/I11-numbers-differ-as-binary64",
+    "0.30000000000000004 and 0.3 are different binary64 values: not the same arguments.",
+    numbers_turn('{"x":0.30000000000000004}', '{"x":0.3}')[:7],
+    {"valid": False, "rule": "I11", "seq": 6, "line": 8},
+)
+valid(
+    "seq-written-minus-zero",
+    "A seq written -0 is the integer 0 (a JSON number without fraction or exponent): valid.",
+    ['{"seq":-0,"time":1000,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
+     '"inserted":[{"id":"m1","text":"hi","source":"user"}]}}'],
+    True,
+)
+case(
+    "invalid/I0-seq-beyond-safe-integer",
+    "An integer field is at most 2^53 - 1 (log.md §Values). seq 9007199254740992 breaks I0, "
+    "not I1, and it is shown as ? (it is not an integer this format reads).",
+    [ins("next-turn", m("m1")),
+     '{"seq":9007199254740992,"time":1010,"type":"turn/start","data":{"turn":1}}'],
+    {"valid": False, "rule": "I0", "seq": None, "line": 3},
+)
+case(
+    "invalid/I0-seq-beyond-64-bits",
+    "seq 18446744073709551617 (beyond 64 bits) breaks I0 like any seq above 2^53 - 1, shown as ?.",
+    [ins("next-turn", m("m1")),
+     '{"seq":18446744073709551617,"time":1010,"type":"turn/start","data":{"turn":1}}'],
+    {"valid": False, "rule": "I0", "seq": None, "line": 3},
+)
+case(
+    "invalid/I0-turn-beyond-safe-integer",
+    "A data field's integer is bounded too: turn 9007199254740992 breaks I0, not I3.",
+    [ins("next-turn", m("m1")),
+     '{"seq":1,"time":1010,"type":"turn/start","data":{"turn":9007199254740992}}'],
+    {"valid": False, "rule": "I0", "seq": 1, "line": 3},
+)
+
+repair(
+    "identity-forms-other-host",
+    "Recovery with boot id B; every group ran under A. Only an identity of exactly two or three "
+    "':'-separated non-empty parts whose second is ASCII decimal digits gets R5's other-host "
+    "sentence: c1 (A:81234) does; c2 (four parts), c3 (an empty part), c4 (8123x) and c5 "
+    "(Arabic-Indic digits, which some languages' isdigit accepts) do not.",
+    [*opening(),
+     amsg(1, 1, *[tc(c, "bash", {"command": "true"}) for c in ("c1", "c2", "c3", "c4", "c5")]),  # seq 5
+     call(1, 1, "c1", "bash", {"command": "true"}), spawned(1, 1, "c1", 101, f"{BOOT_A}:81234"),  # 6-7
+     call(1, 1, "c2", "bash", {"command": "true"}), spawned(1, 1, "c2", 102, f"{BOOT_A}:81234:00aa:x"),  # 8-9
+     call(1, 1, "c3", "bash", {"command": "true"}), spawned(1, 1, "c3", 103, f"{BOOT_A}::00aa"),  # 10-11
+     call(1, 1, "c4", "bash", {"command": "true"}), spawned(1, 1, "c4", 104, f"{BOOT_A}:8123x:00aa"),  # 12-13
+     call(1, 1, "c5", "bash", {"command": "true"}), spawned(1, 1, "c5", 105, f"{BOOT_A}:\u0663\u0664:00aa")],  # 14-15
+    [full(16, 1150, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + other_host(BOOT_A))),
+     *[full(16 + i, 1150, placeholder(1, 1, c, "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", c)))
+       for i, c in enumerate(("c2", "c3", "c4", "c5"), start=1)],
+     full(21, 1150, se(1, 1)), full(22, 1150, te(1, "interrupted"))],
+    False,
+    bootId=BOOT_B,
+)
+
+repair(
+    "kind-for-call-without-spawned",
+    "R5's kinds are an input to repair, not something it verifies: a kind that names a dispatched, "
+    "unanswered call gets its sentence even if the call never logged tool/spawned (how recovery "
+    "found it is the store's business).",
+    [*opening(), amsg(1, 1, tc("c1", "bash", SLEEP)), call(1, 1, "c1", "bash", SLEEP)],  # seq 0-6
+    [full(7, 1060, placeholder(1, 1, "c1", "TOOL_OUTCOME_UNKNOWN", unknown_text("bash", "c1") + STOPPED)),
+     full(8, 1060, se(1, 1)), full(9, 1060, te(1, "interrupted"))],
+    False,
+    stopped=["c1"],
+)
+
+case(
+    "torn/invalid-line-then-torn-tail",
+    "check stops at the first problem, line 3 (I1), before the torn tail: it prints no torn-tail "
+    "note, since it ignored nothing it read (cli.md §stderr: errors and notes).",
+    [ins("next-turn", m("m1")), dict(ts(1), seq=2)],
+    {"valid": False, "rule": "I1", "seq": 2, "line": 3},
+    torn='{"seq":3,"ti',
+)
+
+
+# ===========================================================================================
 
 
 def main() -> None:

@@ -213,7 +213,7 @@ HEADER0 = b'{"type":"session","version":1,"id":"x","createdAt":0}\n'
 TURN_END = b'{"seq":1,"time":1,"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}\n'
 
 
-@pytest.mark.parametrize("created_at", [253402300800000, 9007199254740993])
+@pytest.mark.parametrize("created_at", [253402300800000, 2**53 - 1])
 def test_show_a_header_created_after_year_9999(tmp_path: Path, created_at: int) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(b'{"type":"session","version":1,"id":"x","createdAt":%d}\n' % created_at)
@@ -222,6 +222,18 @@ def test_show_a_header_created_after_year_9999(tmp_path: Path, created_at: int) 
     assert (
         proc.stdout == f"session x  created {created_at} ms after 1970 (past year 9999)  0 events\n"
     )
+
+
+@pytest.mark.parametrize("created_at", [2**53, 2**64 + 1])
+def test_a_header_time_beyond_2_to_the_53_is_unreadable(tmp_path: Path, created_at: int) -> None:
+    """spec/log.md §Values: an integer field is at most 2^53 - 1."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"session","version":1,"id":"x","createdAt":%d}\n' % created_at)
+    proc = cli("show", str(path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"{path}:1: header.createdAt must be an integer >= 0 and at most 2^53 - 1 (ms)"
+    ], proc.stderr
 
 
 @pytest.mark.parametrize(

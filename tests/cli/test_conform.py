@@ -67,6 +67,19 @@ if bug == "wrong-rule":
     code = main(argv, sys.stdout, err)
     sys.stderr.write(err.getvalue().replace(": I16: ", ": I15: "))
     raise SystemExit(code)
+if bug in ("note-after-problem", "note-despite-early-failure") and argv[:1] == ["check"]:
+    import io, pathlib
+    err = io.StringIO()
+    code = main(argv, sys.stdout, err)
+    lines = err.getvalue().splitlines(keepends=True)
+    notes = [line for line in lines if ": note: torn tail" in line]
+    rest = [line for line in lines if line not in notes]
+    data = pathlib.Path(argv[-1]).read_bytes()
+    if bug == "note-despite-early-failure" and code == 1 and not data.endswith(b"\\n"):
+        size, line = len(data) - data.rfind(b"\\n") - 1, data.count(b"\\n") + 1
+        notes = [f"{argv[-1]}:{line}: note: torn tail ignored ({size} bytes): x\\n"]
+    sys.stderr.write("".join(rest + notes if bug == "note-after-problem" else notes + rest))
+    raise SystemExit(code)
 raise SystemExit(main(argv))
 """
 
@@ -80,6 +93,8 @@ raise SystemExit(main(argv))
         ("balanced-always-ok", "valid/*open*", "valid/", False),
         ("wrong-rule", "I16", "invalid/I16-", False),
         ("closers-not-objects", "torn", "torn/", False),
+        ("note-after-problem", "torn/partial-event-in-open-turn", "torn/partial-event", False),
+        ("note-despite-early-failure", "torn/invalid-line-*", "torn/invalid-line", False),
     ],
 )
 def test_a_planted_bug_fails_and_names_the_case(

@@ -301,6 +301,12 @@ def run_case(
         if a.code != 1 or m is None or m.groups() != (str(expect["line"]), seq, expect["rule"]):
             fail(a, wanted)
 
+    if expect.get("valid") is False and vector.get("torn"):
+        # check stops at the first problem, before the torn tail: nothing read was ignored.
+        a = run("check")
+        if any(_torn_note(line, p) for line in a.stderr.splitlines()):
+            fail(a, f"no torn-tail note (check stops at line {expect['line']}, before the tail)")
+
     if "torn_tail" in expect:
         a = run("check", "--balanced") if expect.get("valid") is True else run("check")
         torn = expect["torn_tail"].encode()
@@ -309,6 +315,16 @@ def run_case(
             fail(a, f"a note 'FILE:LINE: note: torn tail ignored ({len(torn)} bytes): ...'")
         if not torn and notes:
             fail(a, "no torn-tail note (the file ends in a newline)")
+        lines = a.stderr.splitlines()
+        reported = _problem_lines(a, p)
+        if (
+            torn
+            and notes
+            and reported
+            and lines.index(reported[0])
+            < min(i for i, line in enumerate(lines) if _torn_note(line, p))
+        ):
+            fail(a, "the torn-tail note before the problem line (the note is about reading)")
 
     if "closers" in expect:
         args = [x for cid_ in vector.get("stopped", []) for x in ("--stopped", cid_)]

@@ -47,8 +47,25 @@ _CLAIM: Final = SpliceKind.CLAIM
 
 def _same_json(a: Any, b: Any) -> bool:
     """Equal as JSON values (spec/log.md §Values): ``==``, except that a boolean never equals
-    a number (Python has ``True == 1``). Numbers still compare by value (``2 == 2.0``)."""
-    return bool(a == b) and _no_bool_for_number(a, b)
+    a number (Python has ``True == 1``), and numbers compare as the binary64 values a JSON
+    reader gives them (``2 == 2.0``; ``9007199254740993 == 9007199254740992``, which Python's
+    exact ``==`` of two ints denies)."""
+    if a == b:
+        return _no_bool_for_number(a, b)
+    return _same_binary64(a, b)  # only on a mismatch: an I11 violation, or a large number
+
+
+def _same_binary64(a: Any, b: Any) -> bool:
+    ta, tb = type(a), type(b)
+    if ta in (int, float) and tb in (int, float):
+        return float(a) == float(b)
+    if ta is not tb:
+        return False
+    if ta is dict:
+        return a.keys() == b.keys() and all(_same_binary64(a[k], b[k]) for k in a)
+    if ta is list:
+        return len(a) == len(b) and all(map(_same_binary64, a, b))
+    return bool(a == b)
 
 
 def _no_bool_for_number(a: Any, b: Any) -> bool:

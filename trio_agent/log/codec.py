@@ -13,7 +13,7 @@ import orjson
 
 from .errors import HeaderError, LogViolation, UnreadableLineError
 from .events import FORMAT_VERSION, Event, Header
-from .schema import DATA_PREDICATES, SchemaError, validate_data
+from .schema import DATA_PREDICATES, MAX_INTEGER, SchemaError, validate_data
 
 _ENVELOPE: Final = ("seq", "time", "type", "data")
 
@@ -54,8 +54,8 @@ def decode_header(line: bytes) -> Header:
     if type(ident) is not str or not ident:
         raise HeaderError("header.id must be a non-empty string")
     created = obj.get("createdAt")
-    if type(created) is not int or created < 0:
-        raise HeaderError("header.createdAt must be an integer >= 0 (ms)")
+    if type(created) is not int or not 0 <= created <= MAX_INTEGER:
+        raise HeaderError("header.createdAt must be an integer >= 0 and at most 2^53 - 1 (ms)")
     return Header(id=ident, created_at=created)
 
 
@@ -110,9 +110,9 @@ def event_from_json(obj: Any, line_no: int | None = None) -> Event:
             # ``type_`` must be a str before the lookup: a JSON array or object is unhashable.
             if (
                 type(seq) is int
-                and seq >= 0
+                and 0 <= seq <= MAX_INTEGER
                 and type(time) is int
-                and time >= 0
+                and 0 <= time <= MAX_INTEGER
                 and type(type_) is str
             ):
                 valid = DATA_PREDICATES.get(type_)
@@ -125,7 +125,8 @@ def _envelope_violation(obj: Any, line_no: int | None) -> LogViolation:
     if type(obj) is not dict:
         return LogViolation("I0", None, "an event must be a JSON object", line_no)
     seq = obj.get("seq")
-    shown_seq = seq if type(seq) is int else None
+    # A seq beyond 2^53 - 1 is not an integer this format reads: shown as "?" (spec/cli.md).
+    shown_seq = seq if type(seq) is int and -MAX_INTEGER <= seq <= MAX_INTEGER else None
 
     def bad(message: str) -> LogViolation:
         return LogViolation("I0", shown_seq, message, line_no)
@@ -136,11 +137,11 @@ def _envelope_violation(obj: Any, line_no: int | None) -> LogViolation:
     for key in _ENVELOPE:
         if key not in obj:
             return bad(f"{key}: missing")
-    if type(seq) is not int or seq < 0:
-        return bad("seq: expected an integer >= 0")
+    if type(seq) is not int or not 0 <= seq <= MAX_INTEGER:
+        return bad("seq: expected an integer >= 0 and at most 2^53 - 1")
     time = obj["time"]
-    if type(time) is not int or time < 0:
-        return bad("time: expected an integer >= 0 (ms)")
+    if type(time) is not int or not 0 <= time <= MAX_INTEGER:
+        return bad("time: expected an integer >= 0 and at most 2^53 - 1 (ms)")
     if type(obj["type"]) is not str:
         return bad("type: expected a string")
     try:

@@ -99,7 +99,8 @@ def spawn_boot_id(identity: str) -> str | None:
     """The boot id of a ``tool/spawned`` identity of the form ``<boot_id>:<starttime>`` or
     ``<boot_id>:<starttime>:<marker>`` (spec/tools.md §3), or ``None`` for any other form."""
     parts = identity.split(":")
-    if len(parts) not in (2, 3) or "" in parts or not parts[1].isdigit():
+    # ASCII digits only: str.isdigit() also takes "²" and other scripts' digits.
+    if len(parts) not in (2, 3) or "" in parts or not (parts[1].isascii() and parts[1].isdigit()):
         return None
     return parts[0]
 

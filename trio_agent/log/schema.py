@@ -21,6 +21,10 @@ from . import events
 
 Validator = Callable[[Any, str], None]
 
+#: The largest integer a defined integer field may hold (spec/log.md §Values): 2^53 - 1, the
+#: largest every JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``).
+MAX_INTEGER: Final = 2**53 - 1
+
 
 class SchemaError(ValueError):
     """``path`` names the offending field, e.g. ``data.reason.kind``."""
@@ -54,6 +58,8 @@ def _int(minimum: int | None) -> Validator:
             raise SchemaError(path, f"expected an integer, got {_describe(value)}")
         if minimum is not None and value < minimum:
             raise SchemaError(path, f"must be >= {minimum}, got {value}")
+        if not -MAX_INTEGER <= value <= MAX_INTEGER:
+            raise SchemaError(path, f"must be at most 2^53 - 1 in size, got {value}")
 
     return check
 
@@ -214,9 +220,8 @@ class _PredicateCompiler:
         """A Python expression that is true when ``v`` is a valid value of type ``tp``."""
         if tp is int:
             low = meta.get("min")
-            return (
-                f"(type({v}) is int and {v} >= {low})" if low is not None else f"type({v}) is int"
-            )
+            low = -MAX_INTEGER if low is None else low
+            return f"(type({v}) is int and {low} <= {v} <= {MAX_INTEGER})"
         if tp is str:
             return (
                 f'(type({v}) is str and {v} != "")' if meta.get("nonempty") else f"type({v}) is str"
