@@ -163,8 +163,11 @@ def test_the_model_follows_a_woken_turn() -> None:
 
 
 def chunks(seq: int, *pieces: dict[str, Any]) -> list[dict[str, Any]]:
+    """Chunks of turn 1 step 1 (which started at time 0), a virtual second apart."""
     return [
-        event(ev(seq + n, "assistant/chunk", turn=1, step=1, chunk=chunk))
+        event(
+            ev(seq + n, "assistant/chunk", turn=1, step=1, chunk=chunk) | {"time": 1000 * (n + 1)}
+        )
         for n, chunk in enumerate(pieces)
     ]
 

@@ -154,6 +154,8 @@ class HarnessMachine(RuleBasedStateMachine):
         self.acked = 0
         self.durable = DurableLog()
         self.derived = DerivedDurability()
+        #: The world's virtual clock, in ms since its start, as the requests moved it.
+        self.clock_ms = 0
         self.armed: dict[str, Any] | None = None
         #: ``"<kind>@<point>"`` of every trap that fired, in order.
         self.fired: list[str] = []
@@ -253,6 +255,7 @@ class HarnessMachine(RuleBasedStateMachine):
         armed = self.armed
         reply = self._send(message)
         self._as_sent(message, armed, reply)
+        self._times(message, reply)
         self._journal(reply)
         held = message["op"] == "cancel" and message.get("settle") is False
         if reply.get("crashed"):
@@ -297,6 +300,38 @@ class HarnessMachine(RuleBasedStateMachine):
                     f"{asked['keep_inbox']}; the journal says cause {got[0]!r}, keep_inbox "
                     f"{got[1]} (the request was read wrongly)"
                 )
+
+    def _times(self, message: dict[str, Any], reply: Reply) -> None:
+        """Every event is stamped with the virtual clock when it was appended, or with the
+        previous event's time if that is later (the session's clamp, persistence.md §2; a
+        reopened log keeps its old times): spec/harness.md §The world, precisely, the event
+        clock. The clock stands still but for ``advance``, which moves it ``ticks`` times and
+        settles after each move: so an event of an ``advance`` has the time of one of its
+        ticks, in order, and never the time the world was already settled at; an event of any
+        other request has the current time."""
+        if message["op"] == "advance":
+            step = round(float(message["seconds"]) * 1000)
+            allowed = [self.clock_ms + k * step for k in range(1, int(message["ticks"]) + 1)]
+        else:
+            allowed = [self.clock_ms]
+        previous = self.memory[-1]["time"] if self.memory else 0
+        tick = 0  # the earliest tick the next event may be stamped with
+        for entry in reply.get("journal", ()):
+            if entry["k"] != "event":
+                continue
+            event = entry["event"]
+            stamps = [max(t, previous) for t in allowed[tick:]]
+            if event["time"] not in stamps:
+                raise HarnessViolation(
+                    f"seq {event['seq']}: time {event['time']}, but the world's virtual clock "
+                    f"read {', '.join(map(str, allowed[tick:]))} ms when the {message['op']} "
+                    f"appended it, and the previous event's time is {previous} (spec/harness.md "
+                    "§The world, precisely: the event clock)"
+                )
+            tick += stamps.index(event["time"])
+            previous = event["time"]
+        if message["op"] == "advance" and not reply.get("crashed"):
+            self.clock_ms = allowed[-1]
 
     def _check_held(self, reply: Reply) -> None:
         """A cancel with ``settle: false`` replies right after ``agent.cancel`` returned: its
@@ -361,6 +396,7 @@ class HarnessMachine(RuleBasedStateMachine):
         data = tear_last_line(data, max(self.acked, self.derived.written), tear)
         prefix = check_crash_bytes(data, self.memory, self.acked)
         self.derived.check_crash(len(prefix))
+        self.clock_ms = 0  # a new world: its clock starts at 0
         path = self._fresh_log()
         path.write_bytes(data)
         reply = self._send({"op": "start", "log": str(path), "create": False, "plan": self.plan})
@@ -573,6 +609,7 @@ class HarnessMachine(RuleBasedStateMachine):
         self.derived.check_live(check_live_bytes(data, self.memory, len(self.memory)))
         balanced_ends(self.memory)
         self.armed = None
+        self.clock_ms = 0  # a new world on the same file
         reply = self._send(
             {"op": "start", "log": str(self.log_path), "create": False, "plan": self.plan}
         )
@@ -760,7 +797,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K22, R3: a shutdown parks the queue; repair closes the turn a crash left open",
+        "K22, R3: a shutdown parks the queue; repair closes the turn a crash left open; the next "
+        "world's clock",
         (
             ("begin", {"plan": ["job"]}),
             ("followup", {}),
@@ -774,6 +812,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
                     "tear": None,
                 },
             ),
+            ("followup", {}),  # the next world's clock starts at 0 again
+            ("advance", {"ticks": 2}),
         ),
     ),
 )

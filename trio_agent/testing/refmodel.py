@@ -36,7 +36,7 @@ from typing import Any, Final
 import attrs
 
 from ..log.splice import Splice, SpliceKind, classify_splice
-from .plan import entry_kind, expected_chunks, plan_entry
+from .plan import CHUNK_DELAY, entry_kind, expected_chunks, plan_entry
 
 __all__ = [
     "MODEL_RULES",
@@ -66,6 +66,7 @@ MODEL_RULES: Final = (
     "K14 the chunks of a finished step",
     "K14 the message of a finished step",
     "K14 the interrupted message of a cut stream",
+    "K14 a chunk every virtual second",
     "K16 the result of a finished job",
     "K18 the result of a failed job",
     "K18 the result of a denied call",
@@ -128,6 +129,8 @@ class TurnRecord:
     calls: list[dict[str, Any]] = attrs.Factory(list)  # the open step's tool-call chunks
     finish: str | None = None  # the open step's finish reason, once its finish chunk is logged
     message: bool = False  # the open step logged its assistant/message
+    stream_time: int = 0  # event time of the open step's start, then of its latest chunk
+    timed: bool = False  # its step/start was stamped by the clock, not clamped (see _floor)
     approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
     allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
 
@@ -191,6 +194,10 @@ class ReferenceModel:
         #: How often each of :data:`MODEL_RULES` had something to decide.
         self.exercised: Counter[str] = Counter()
         self._handed_off = False  # the open run's controller came from a turn's hand-off (K7)
+        self._time = 0  # the time of the event being applied
+        #: A reopened log's last time: until the new world's clock passes it, events are
+        #: stamped with it (persistence.md §2), so their spacing says nothing.
+        self._floor = -1
 
     def _saw(self, rule: str) -> None:
         self.exercised[rule] += 1
@@ -209,6 +216,7 @@ class ReferenceModel:
 
     def reopened(self) -> None:
         """A new agent on the same log: no run, everything queued is parked (K8)."""
+        self._floor = self._time
         self._handed_off = False
         self.status = Status.IDLE
         self.controller = Controller.NONE
@@ -226,6 +234,7 @@ class ReferenceModel:
 
     def _replay_event(self, event: Mapping[str, Any]) -> None:
         kind, data = event["type"], event["data"]
+        self._time = event["time"]
         self.events += 1
         if kind == "agent/inbox/spliced":
             splice = classify_splice(data, self.queues)
@@ -465,6 +474,7 @@ class ReferenceModel:
 
     def _event(self, event: Mapping[str, Any]) -> None:
         kind, data, seq = event["type"], event["data"], event["seq"]
+        self._time = event["time"]
         if seq != self.events:
             self.fail(f"event seq {seq} but the model counted {self.events} events")
         self.events += 1
@@ -580,6 +590,8 @@ class ReferenceModel:
         record.open_step = data["step"]
         record.chunks = 0
         record.text, record.calls, record.finish, record.message = "", [], None, False
+        record.stream_time = self._time
+        record.timed = self._time > self._floor
         record.entering = record.batch
         record.batch = []
         record.more_steps = False
@@ -604,6 +616,18 @@ class ReferenceModel:
         # K14: collect every differing chunk of this stream; the first entry that is not one
         # of its chunks (or the end of the reply) reports them all at once (report_chunks).
         self._chunk_step = f"turn {record.number} step {step}"
+        # The scripted model sleeps CHUNK_DELAY virtual seconds before every chunk.
+        due = record.stream_time + round(CHUNK_DELAY * 1000)
+        if record.timed:
+            self._saw("K14 a chunk every virtual second")
+        if record.timed and self._time != due:
+            self.fail(
+                f"seq {seq}: chunk {index + 1} of turn {record.number} step {step} has time "
+                f"{self._time}; the scripted model streams it {round(CHUNK_DELAY * 1000)} ms after "
+                f"the step's start or its previous chunk, at {due} "
+                "(spec/harness.md §The world, precisely: the event clock)"
+            )
+        record.stream_time = self._time
         if index >= len(expected):
             self._chunk_diffs.append(
                 f"seq {seq}: chunk {index + 1} is {_json(data['chunk'])}; the scripted model "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -23,6 +23,7 @@ import trio
 from trio_agent.cancel import CancelCause, require_cause
 from trio_agent.log import build as build_module, repair as repair_module
 from trio_agent.log.events import Event
+from trio_agent.models import scripted as scripted_module
 from trio_agent.runtime import (
     agent as agent_module,
     scheduler as scheduler_module,
@@ -387,6 +388,46 @@ def _plant_prevented_only_with_work(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(agent_module.Agent, "_prevented", prevented)
 
 
+# -- 21-22: time (the virtual clock) --------------------------------------------------------------
+
+
+async def _stream_delaying_once(
+    self: scripted_module.ScriptedModel, request: Any, ctx: Any
+) -> AsyncIterator[dict[str, Any]]:
+    """ScriptedModel.stream, except that the chunk delay is slept once, before the first chunk
+    (an entry with ``error`` is not played: the harness's plans end in a finish)."""
+    entry = self.entry(self.calls)
+    self.calls += 1
+    await trio.sleep(float(entry.get("chunk_delay", self._default_delay)))  # BUG: once
+    for piece in scripted_module.split_text(entry.get("text", "")):
+        yield {"type": "text-delta", "text": piece}
+    calls = entry.get("tool_calls", [])
+    for n, call in enumerate(calls, start=1):
+        yield {
+            "type": "tool-call",
+            "id": call.get("id") or f"call-{request.turn}-{request.step}-{n}",
+            "name": call["name"],
+            "arguments": dict(call.get("arguments", {})),
+        }
+    if "error" in entry:
+        error = entry["error"]
+        yield {"type": "finish", "reason": "error", "error": dict(error)}
+        return
+    yield {"type": "finish", "reason": entry.get("finish", "tool-calls" if calls else "stop")}
+
+
+def _plant_chunk_delay_once(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scripted_module.ScriptedModel, "stream", _stream_delaying_once)
+
+
+def _clock_from_the_epoch(self: world_module.World) -> int:
+    return round(trio.current_time() * 1000)  # BUG: not since this world's start
+
+
+def _plant_clock_not_reset(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(world_module.World, "_clock", _clock_from_the_epoch)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -512,5 +553,17 @@ BUGS = [
         "a turn prevented by a cancel that cleared the inbox emits no TurnPrevented (K2)",
         _plant_prevented_only_with_work,
         r"without TurnPrevented",
+    ),
+    Bug(
+        "chunk-delay-once",
+        "the scripted model waits its chunk delay once, before the first chunk, not before each",
+        _plant_chunk_delay_once,
+        r"chunk \d+ of turn \d+ step \d+ has time",
+    ),
+    Bug(
+        "clock-not-reset",
+        "event times count from the clock's epoch, not from the world's start",
+        _plant_clock_not_reset,
+        r"time \d+, but the world's virtual clock read",
     ),
 ]
