@@ -773,6 +773,14 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
+        "K10, K14: a model error ends the turn without the stopping hook, its text kept",
+        (
+            ("begin", {"plan": ["fail"]}),
+            ("followup", {}),
+            ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
         "K13: a failed checkpoint stops the run",
         (
             ("begin", {"plan": ["talk"]}),

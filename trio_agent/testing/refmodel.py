@@ -60,6 +60,8 @@ MODEL_RULES: Final = (
     "K8 a steer after an abort goes next-turn",
     "K8 a latched wake replays",
     "K11 an unanswered approval ends cancelled",
+    "K10 the stopping hook runs when a step ended the turn",
+    "K10 no stopping hook after a model error",
     "K12 max-tokens ends the turn",
     "K12 max-tokens sticks across a later step",
     "K12 next-step input owes a step",
@@ -131,6 +133,7 @@ class TurnRecord:
     message: bool = False  # the open step logged its assistant/message
     stream_time: int = 0  # event time of the open step's start, then of its latest chunk
     timed: bool = False  # its step/start was stamped by the clock, not clamped (see _floor)
+    stopping: int = 0  # the step the turn-stopping hook last ran after (K10)
     approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
     allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
 
@@ -287,6 +290,8 @@ class ReferenceModel:
             self._runtime(entry)
         elif k == "act":
             self._act(entry)
+        elif k == "hook" and entry["name"] == "turn_stopping":
+            self._turn_stopping(entry["turn"], entry["step"])
 
     # -- actions --
 
@@ -382,6 +387,30 @@ class ReferenceModel:
                 if record.ended is not None:
                     self.fail(f"cancel reached turn {record.number}, which already ended (K7)")
                 record.hit = True
+
+    def _turn_stopping(self, turn: int, step: int) -> None:
+        """K10: the hook runs when a step ended the turn (finished without calls, completed or
+        cut off at max-tokens) and no next-step input is queued; never after a model error, a
+        cancelled step, or a step that owes a follow-up."""
+        record = self.turns.get(turn)
+        why = None
+        if record is None or record.ended is not None or record.steps != step:
+            why = "it is not the last step of an open turn"
+        elif record.error or record.finish == "error":
+            why = "its model failed, which ends the turn at once, without the hook"
+        elif record.open_step is not None:
+            why = "the step has not ended"
+        elif record.hit:
+            why = "a cancel reached the turn"
+        elif record.ends is None:
+            why = "its model called tools, so a follow-up step is owed"
+        elif self.queues["next-step"]:
+            why = "next-step input is queued, so another step follows"
+        if why is not None:
+            self.fail(f"K10: turn_stopping ran for turn {turn} step {step}, but {why}")
+            return
+        assert record is not None
+        record.stopping = step
 
     # -- runtime events --
 
@@ -835,6 +864,15 @@ class ReferenceModel:
         elif kind == "aborted":
             self.fail(f"seq {seq}: turn {turn} ended aborted but no cancel reached it")
         else:
+            if kind in ("completed", "max-tokens") and record.steps:
+                self._saw("K10 the stopping hook runs when a step ended the turn")
+                if record.stopping != record.steps:
+                    self.fail(
+                        f"seq {seq}: turn {turn} ended {kind} after step {record.steps} without "
+                        "the turn_stopping hook (K10: it runs when a step ended the turn)"
+                    )
+            elif record.error:
+                self._saw("K10 no stopping hook after a model error")
             want = "error" if record.error else "max-tokens" if record.cut_off else record.ends
             if record.steps == 0 or (not record.error and record.more_steps):
                 self.fail(f"seq {seq}: turn {turn} ended {kind} while a step was still owed")

@@ -53,6 +53,7 @@ class SeamHost(Protocol):
     @property
     def approvals(self) -> list[Gate]: ...
     def at_seam(self) -> None: ...
+    def emit(self, entry: dict[str, Any]) -> None: ...
     def reach(self, point: str) -> None: ...
     def body_started(self, turn: int, call_id: str) -> None: ...
     def body_stopped(self, call_id: str) -> None: ...
@@ -114,18 +115,23 @@ class SeamHooks(Hooks):
     async def pre_step(
         self, ctx: TurnContext, messages: Sequence[Mapping[str, Any]]
     ) -> Sequence[Mapping[str, Any]] | Reject | None:
-        self._world.at_seam()
+        self._entered("pre_step", ctx)
         await trio.lowlevel.checkpoint()
         return None
 
     async def assemble_prompt(self, ctx: TurnContext) -> str:
-        self._world.at_seam()
+        self._entered("assemble_prompt", ctx)
         await trio.lowlevel.checkpoint()
         return "harness"
 
     async def turn_stopping(self, ctx: TurnContext) -> None:
-        self._world.at_seam()
+        self._entered("turn_stopping", ctx)
         await trio.lowlevel.checkpoint()
+
+    def _entered(self, name: str, ctx: TurnContext) -> None:
+        """Journal the hook (K10 is checked from it), then act as a seam."""
+        self._world.emit({"k": "hook", "name": name, "turn": ctx.turn, "step": ctx.step})
+        self._world.at_seam()
 
 
 class GateApprover:

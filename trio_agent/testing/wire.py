@@ -215,6 +215,16 @@ class EventEntry:
 
 
 @attrs.frozen
+class HookEntry:
+    """A hook was entered (each hook is a seam: a deferred cancel's entries follow it)."""
+
+    k: Literal["hook"]
+    name: Literal["pre_step", "assemble_prompt", "turn_stopping"]
+    turn: int
+    step: int
+
+
+@attrs.frozen
 class WriteEntry:
     """A batch of the live session's writer finished: ``events`` events written to the file
     (``ok``), or refused before a byte was written (an injected disk failure)."""
@@ -363,6 +373,7 @@ _SIMPLE: Final[dict[str, type]] = {
     "opened": Opened,
     "event": EventEntry,
     "write": WriteEntry,
+    "hook": HookEntry,
     "fire": Fire,
     "violation": ViolationEntry,
     "failure": FailureEntry,
@@ -589,9 +600,9 @@ _RENAMES: Final[dict[type, dict[str, str]]] = {
     Inbox: {"next_turn": "next-turn", "next_step": "next-step"}
 }
 _ENTRIES: Final = (
-    Opened, EventEntry, WriteEntry, StatusEntry, TurnStartedEntry, TurnEndedEntry, PreventedEntry,
-    DroppedEntry, AgentErrorEntry, SendBegin, SendEnd, CancelBegin, CancelEnd, ShutdownBegin,
-    DecisionEnd, FlushEnd, Fire, ViolationEntry, FailureEntry,
+    Opened, EventEntry, WriteEntry, HookEntry, StatusEntry, TurnStartedEntry, TurnEndedEntry,
+    PreventedEntry, DroppedEntry, AgentErrorEntry, SendBegin, SendEnd, CancelBegin, CancelEnd,
+    ShutdownBegin, DecisionEnd, FlushEnd, Fire, ViolationEntry, FailureEntry,
 )  # fmt: skip
 
 

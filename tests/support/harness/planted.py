@@ -428,6 +428,23 @@ def _plant_clock_not_reset(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(world_module.World, "_clock", _clock_from_the_epoch)
 
 
+# -- 23: the stopping hook after a model error (K10) ---------------------------------------------
+
+
+def _plant_stopping_hook_after_error(mp: pytest.MonkeyPatch) -> None:
+    real = turn_module.TurnRunner._step
+
+    async def step(self: turn_module.TurnRunner, controller: TurnController, ctx: Any) -> Any:
+        try:
+            return await real(self, controller, ctx)
+        except Exception:
+            if not controller.cancel_called:
+                await self.hooks.turn_stopping(ctx)  # BUG: the hook runs after a failed step
+            raise
+
+    mp.setattr(turn_module.TurnRunner, "_step", step)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -565,5 +582,11 @@ BUGS = [
         "event times count from the clock's epoch, not from the world's start",
         _plant_clock_not_reset,
         r"time \d+, but the world's virtual clock read",
+    ),
+    Bug(
+        "stopping-hook-after-error",
+        "the turn-stopping hook runs after a step whose model failed (K10)",
+        _plant_stopping_hook_after_error,
+        r"K10: turn_stopping ran for turn \d+ step \d+, but its model failed",
     ),
 ]
