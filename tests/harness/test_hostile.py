@@ -88,3 +88,16 @@ def test_list_prints_the_named_points_without_a_program() -> None:
     result = cli("harness", "--list")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == list(POINTS)
+
+
+@pytest.mark.parametrize(
+    ("option", "why"),
+    [
+        (("--shrink-limit", "0"), "--shrink-limit must be a positive number of seconds"),
+        (("--shrink-limit", "inf"), "--shrink-limit must be a positive number of seconds"),
+        (("--examples", "0"), "--examples and --steps must be >= 1, --timeout > 0"),
+    ],
+)
+def test_a_bad_bound_is_one_line_exit_2(option: tuple[str, str], why: str) -> None:
+    line = one_line(harness(*option, port=[PY, "-m", "trio_agent.testing.adapter_server"]), 2)
+    assert line == f"harness: {why}", line

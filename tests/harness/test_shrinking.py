@@ -73,9 +73,13 @@ def test_a_machine_run_shrinks_with_no_time_bound() -> None:
     assert limit() == before
 
 
-def test_the_harness_command_runs_with_no_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("shrink_limit", [None, 7.5])
+def test_the_harness_command_runs_with_no_time_bound(
+    monkeypatch: pytest.MonkeyPatch, shrink_limit: float | None
+) -> None:
     """``trio-agent harness`` (``run_harness``) against our own adapter server: the real
-    Hypothesis run is entered with the limit lifted, and the limit is back afterwards."""
+    Hypothesis run is entered with the limit lifted (or set to ``--shrink-limit``), and the
+    limit is back afterwards."""
     # The name machine.py imported from Hypothesis, which the run calls through the module.
     real = machine_module.run_state_machine_as_test  # type: ignore[attr-defined]
     limits: list[float] = []
@@ -89,7 +93,14 @@ def test_the_harness_command_runs_with_no_time_bound(monkeypatch: pytest.MonkeyP
     out = StringIO()
     try:
         ok = run_harness(
-            SERVER, examples=1, steps=3, seed=7, profile=PROFILE, timeout=600.0, out=out
+            SERVER,
+            examples=1,
+            steps=3,
+            seed=7,
+            profile=PROFILE,
+            timeout=600.0,
+            out=out,
+            shrink_limit=shrink_limit,
         )
     finally:  # keep this check's run out of the session's coverage summary
         del machine_module.EXAMPLES[PROFILE]
@@ -98,5 +109,6 @@ def test_the_harness_command_runs_with_no_time_bound(monkeypatch: pytest.MonkeyP
         for rule_key in [k for k in machine_module.RULES if k[0] == PROFILE]:
             del machine_module.RULES[rule_key]
     assert ok, out.getvalue()
-    assert limits == [math.inf]
+    # No limit unless the porter asks for one (--shrink-limit): then exactly that one.
+    assert limits == [math.inf if shrink_limit is None else shrink_limit]
     assert limit() == before

@@ -89,6 +89,7 @@ def run_harness(
     timeout: float,
     out: TextIO,
     max_line: int = MAX_LINE,
+    shrink_limit: float | None = None,
 ) -> bool:
     """Drive ``command``; print the report; return whether every example passed."""
     # Imported here: ``trio-agent check`` must not pay for Hypothesis at startup.
@@ -103,7 +104,7 @@ def run_harness(
     failure: BaseException | None = None
     stopped = False
     try:
-        run_machine(machine, examples=examples, steps=steps, seed=seed)
+        run_machine(machine, examples=examples, steps=steps, seed=seed, shrink_seconds=shrink_limit)
     except RunStopped as exc:  # a hang: reported unshrunk
         failure, stopped = exc.error, True
     except Exception as exc:  # the failure of the shrunk example, reported below
@@ -145,6 +146,7 @@ def run_harness(
         f"--seed {seed}",
         f"--profile {shlex.quote(profile)}",
         *([f"--timeout {timeout:g}"] if timeout != TIMEOUT else []),
+        *([f"--shrink-limit {shrink_limit:g}"] if shrink_limit is not None else []),
         "--",
         *map(shlex.quote, argv),
     ]
@@ -202,6 +204,14 @@ def _options(p: argparse.ArgumentParser) -> None:
         f"stops there, unshrunk (default {TIMEOUT:g})",
     )
     p.add_argument(
+        "--shrink-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop shrinking a failure after this long in all and report the smallest example "
+        "found so far (default: no time limit; shrinking is bounded by work)",
+    )
+    p.add_argument(
         "--max-line",
         type=int,
         default=MAX_LINE,
@@ -234,6 +244,8 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
     if args.max_line < 1:
         raise UsageError("--max-line must be >= 1")
+    if args.shrink_limit is not None and not 0 < args.shrink_limit < float("inf"):
+        raise UsageError("--shrink-limit must be a positive number of seconds")
     require_hypothesis()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(
@@ -245,6 +257,7 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
         timeout=args.timeout,
         out=out,
         max_line=args.max_line,
+        shrink_limit=args.shrink_limit,
     )
     return 0 if ok else 1
 

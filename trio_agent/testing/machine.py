@@ -662,18 +662,21 @@ def machine_settings(*, examples: int, steps: int) -> settings:
 
 
 @contextlib.contextmanager
-def shrinking_bounded_by_work() -> Iterator[None]:
+def shrinking_bounded_by_work(seconds: float | None = None) -> Iterator[None]:
     """Lift Hypothesis's wall-clock shrink limit (``MAX_SHRINKING_SECONDS``, default 300 s)
     for the block, around every machine run (the tests' and ``trio-agent harness``'s).
 
     On a slow or loaded machine that limit stops the shrinker early and leaves redundant
     rules, so the minimal example printed would depend on the machine's speed. Without it
     every shrink phase runs to its end, which Hypothesis bounds by work (its cap on
-    successful shrinks). The previous value is restored on the way out. If an upgrade
-    renames the limit this raises instead of silently shrinking under a clock again.
+    successful shrinks). ``seconds`` puts a total of the porter's choosing back
+    (``trio-agent harness --shrink-limit``: a slow port's shrink can take long); the tests
+    never set one. The previous value is restored on the way out. If an upgrade renames the
+    limit this raises instead of silently shrinking under a clock again.
     """
     previous = hypothesis_engine.MAX_SHRINKING_SECONDS  # AttributeError if renamed
-    hypothesis_engine.MAX_SHRINKING_SECONDS = math.inf  # type: ignore[assignment]
+    limit = math.inf if seconds is None else seconds
+    hypothesis_engine.MAX_SHRINKING_SECONDS = limit  # type: ignore[assignment]
     try:
         yield
     finally:
@@ -854,16 +857,18 @@ def run_machine(
     steps: int,
     seed: int,
     scenarios: bool = True,
+    shrink_seconds: float | None = None,
 ) -> None:
     """Run ``machine`` as every machine run goes, the tests' and ``trio-agent harness``'s:
     first :data:`RULE_SCENARIOS` (a :class:`HarnessMachine`, unless ``scenarios`` is false),
     then ``examples`` random examples seeded with ``seed``, under :func:`machine_settings`,
-    shrinking with no wall-clock limit (:func:`shrinking_bounded_by_work`). Every bound is on
-    work, none on time. A failure propagates: the scenario's, or the shrunk example's."""
+    shrinking with no wall-clock limit unless ``shrink_seconds`` gives one
+    (:func:`shrinking_bounded_by_work`). Every bound is on work, none on time, unless asked. A
+    failure propagates: the scenario's, or the shrunk example's."""
     if scenarios and issubclass(machine, HarnessMachine):
         run_scenarios(machine)
     hypothesis_seed(seed)(machine)
-    with shrinking_bounded_by_work():
+    with shrinking_bounded_by_work(shrink_seconds):
         run_state_machine_as_test(
             machine, settings=machine_settings(examples=examples, steps=steps)
         )
