@@ -10,7 +10,9 @@ Contenders:
 * node: read the file in chunks and ``JSON.parse`` every line (the baseline when node is on
   PATH; otherwise "node not found" and orjson is the baseline);
 * python: ``orjson.loads`` of every line, streamed;
-* ``trio-agent check`` / ``repair`` / ``fold`` / ``truncate`` / ``show`` on the same file;
+* ``trio-agent check`` / ``repair`` / ``fold`` / ``truncate`` / ``show`` on the same file
+  (``show`` writes its timeline to a file in the temporary directory; the others' output is
+  discarded);
 * cold open: ``JsonlStore.open`` of a copy of the file (it repairs the open turn, so it gets
   its own copy), holding the live session; its peak RSS is also given as a multiple of the
   file's size.
@@ -80,10 +82,13 @@ class Usage:
     exit: int
 
 
-def run_child(argv: list[str]) -> Usage:
-    """Run ``argv`` with output discarded; its own rusage from ``wait4``."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+def run_child(argv: list[str], out: Path | None = None) -> Usage:
+    """Run ``argv`` with output discarded, or written to the file ``out`` (``show``: the
+    timeline's cost includes writing it, as a user redirecting it pays); its own rusage from
+    ``wait4``."""
+    with open(out, "wb") if out is not None else open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Usage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
 
@@ -126,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
             for name, command_argv in present:
                 if name.startswith("cold open"):
                     shutil.copyfile(log, copy)  # a fresh cold copy for every run
-                this[name] = run_child(command_argv)
+                shown = tmp / "show.txt" if name == "trio-agent show" else None
+                this[name] = run_child(command_argv, shown)
             rounds.append(this)
         results = {name: min((r[name] for r in rounds), key=lambda u: u.cpu) for name, _ in present}
         base_name = next(iter(results))

@@ -28,8 +28,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
-from ..testing.pipe import MAX_LINE
-from ..testing.protocol import POINTS, PROTOCOL, AdapterError, RunStopped
+from ..testing.protocol import MAX_LINE, POINTS, PROTOCOL, AdapterError, RunStopped
 from .program import ProgramCommand, UsageError
 
 __all__ = ["add_parser", "coverage_table", "main", "rule_table", "run_harness"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import attrs
+import orjson
 
 from ..files import LOG_NAME, file_kind, holder_pid, not_a_log, shared_lock_free
 from ..log import (
@@ -267,6 +268,17 @@ def refuse_live(path: str, scan: LineScan, live: Live | None) -> None:
 
 def events_of(f: BinaryIO, count: int) -> Iterator[Event]:
     """The first ``count`` events of a log a scan already accepted, decoded again from ``f``
-    (positioned after the header): the second pass of ``show``, one event in memory at a time."""
+    (positioned after the header): the second pass of ``show``, one event in memory at a time.
+
+    The scan checked these very lines (I0 and every rule), so each is parsed into its event
+    without running the shape predicates again; a line that no longer parses into the four
+    fields of an event (the file rewritten in place between the passes) still goes through
+    :func:`decode_event`, which raises the worded error."""
+    loads = orjson.loads
     for _, line in zip(range(count), f, strict=False):
-        yield decode_event(line[:-1])
+        try:
+            obj = loads(line)
+            event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            event = decode_event(line[:-1])
+        yield event

@@ -33,15 +33,13 @@ from typing import Any, Final
 import orjson
 
 from ..procs.census import group_members
-from .protocol import AdapterError, NoReply, Reply
+from .protocol import MAX_LINE, AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
 
 __all__ = ["DEFAULT_COMMAND", "MAX_LINE", "MAX_REPLY", "PipeAdapter"]
 
 #: Our runtime behind the protocol, in a subprocess.
 DEFAULT_COMMAND: Final = (sys.executable, "-m", "trio_agent.testing.adapter_server")
-#: Default bound on one line the implementation writes (an ``opened`` entry carries the log).
-MAX_LINE: Final = 8 << 20
 #: Default bound on everything one request's answer may total (journal entries and reply).
 MAX_REPLY: Final = 64 << 20
 #: The stderr kept for a report (the tail; the rest is read and dropped).

@@ -14,6 +14,7 @@ from typing import Any, Final, Protocol
 __all__ = [
     "CANCEL_POINTS",
     "CRASH_POINTS",
+    "MAX_LINE",
     "OPS",
     "POINTS",
     "PROTOCOL",
@@ -24,6 +25,9 @@ __all__ = [
 
 #: Name and version of the wire protocol (the ``hello`` answer carries it).
 PROTOCOL: Final = "trio-agent-harness/2"
+#: Default bound on one line the implementation writes (an ``opened`` entry carries the log);
+#: here, not in :mod:`.pipe`, so the CLI's parser names it without importing the pipe.
+MAX_LINE: Final = 8 << 20
 
 #: Named points where a trap (``arm``) can crash or cancel. Order is documentation order.
 POINTS: Final = (
