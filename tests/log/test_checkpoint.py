@@ -1,0 +1,156 @@
+"""Cold-open checkpoints (trio_agent/log/checkpoint.py): restoring one and replaying the tail
+gives the full scan's state; every refusal names its reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, strategies as st
+
+from trio_agent.log import checkpoint as ck
+from trio_agent.log.checker import LogChecker
+from trio_agent.log.codec import encode_event, encode_header
+from trio_agent.log.events import Event, Header
+from trio_agent.testing.loggen import generate_log
+
+HEADER = encode_header(Header(id="s1", created_at=1000))
+
+
+def state(checker: LogChecker) -> tuple[Any, ...]:
+    """Everything a checker keeps (spec/invariants.md §State a checker keeps)."""
+    return (
+        checker.next_seq,
+        checker.last_turn,
+        checker.last_time,
+        checker.open_turn,
+        checker.open_step,
+        checker._last_step,
+        # "phase" is of the open step only (spec/invariants.md); step/start sets it anew
+        checker._phase if checker.open_step is not None else None,
+        checker.unanswered_calls(),
+        sorted(checker._call_ids),
+        sorted(checker._approval_ids),
+        dict(checker._open_approvals),
+        checker._repairing,
+        {t: list(q) for t, q in checker.inbox.queues.items()},
+        sorted(checker.inbox._ids),
+    )
+
+
+def lines_of(events: list[Event]) -> list[bytes]:
+    return [HEADER, *(encode_event(e) for e in events)]
+
+
+def balanced_points(events: list[Event]) -> list[int]:
+    """Indexes i such that events[:i] ends with a turn/end (or is empty)."""
+    return [0] + [i + 1 for i, e in enumerate(events) if e.type == "turn/end"]
+
+
+@given(st.integers(0, 2**32), st.integers(1, 6), st.data())
+def test_checkpoint_plus_tail_equals_full_scan(seed: int, turns: int, data: st.DataObject) -> None:
+    events = generate_log(seed, turns)
+    cut = events[: data.draw(st.integers(0, len(events)), label="cut")]
+    point = data.draw(st.sampled_from(balanced_points(cut)), label="point")
+    lines = lines_of(cut)
+    prefix = LogChecker()
+    prefix.feed_all(cut[:point])
+    offset = sum(map(len, lines[: point + 1]))
+    cp = ck.take(
+        prefix,
+        session="s1",
+        offset=offset,
+        header_line=lines[0],
+        last_line=lines[point],
+        file_id="1:2",
+    )
+    decoded = ck.decode(ck.encode(cp))
+    assert decoded == cp
+    ck.verify(decoded, size=offset, header_line=lines[0], last_line=lines[point], file_id="1:2")
+    resumed = ck.restore(decoded)
+    resumed.feed_all(cut[point:])
+    full = LogChecker()
+    full.feed_all(cut)
+    assert state(resumed) == state(full)
+
+
+def _log() -> tuple[list[bytes], ck.Checkpoint]:
+    events = generate_log(7, 3)
+    lines = lines_of(events)
+    point = balanced_points(events)[2]
+    checker = LogChecker()
+    checker.feed_all(events[:point])
+    cp = ck.take(
+        checker,
+        session="s1",
+        offset=sum(map(len, lines[: point + 1])),
+        header_line=lines[0],
+        last_line=lines[point],
+        file_id="1:2",
+    )
+    return lines, cp
+
+
+def test_an_open_turn_is_not_checkpointed() -> None:
+    events = generate_log(3, 2)
+    checker = LogChecker()
+    checker.feed_all(events[:2])
+    assert checker.open_turn is not None
+    with pytest.raises(ValueError, match="open"):
+        ck.take(checker, session="s", offset=1, header_line=b"", last_line=b"", file_id=None)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda b: b[: len(b) // 2], lambda b: b.replace(b'"seq":', b'"seq":1'), lambda b: b"", b"[]"],
+    ids=["torn-half", "edited", "empty", "not-an-object"],
+)
+def test_a_torn_or_edited_sidecar_is_refused_as_torn(damage: Any) -> None:
+    _lines, cp = _log()
+    data = ck.encode(cp)
+    bad = damage(data) if callable(damage) else damage
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.decode(bad)
+    assert info.value.reason == ck.TORN
+
+
+def test_another_format_is_refused_as_unsupported() -> None:
+    _lines, cp = _log()
+
+    body = json.loads(ck.encode(cp))
+    del body["digest"]
+    body["format"] = "trio-agent-checkpoint/2"
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    body["digest"] = hashlib.sha256(raw).hexdigest()
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.decode(json.dumps(body).encode())
+    assert info.value.reason == ck.UNSUPPORTED
+
+
+def test_each_mismatch_is_refused_with_its_reason() -> None:
+    lines, cp = _log()
+    point = next(i for i in range(len(lines)) if sum(map(len, lines[: i + 1])) == cp.offset)
+    good: dict[str, Any] = {
+        "size": sum(map(len, lines)),
+        "header_line": lines[0],
+        "last_line": lines[point],
+        "file_id": "1:2",
+    }
+    ck.verify(cp, **good)  # the intact case passes
+
+    cases: dict[str, dict[str, Any]] = {
+        ck.TRUNCATED: {"size": cp.offset - 1, "last_line": b""},
+        ck.COPIED: {"file_id": "9:9"},
+        # another session's log put in its place
+        ck.MISMATCHED: {"header_line": encode_header(Header(id="s2", created_at=1000))},
+    }
+    for reason, change in cases.items():
+        with pytest.raises(ck.CheckpointRefused) as info:
+            ck.verify(cp, **{**good, **change})
+        assert info.value.reason == reason, change
+    # rewritten at the offset: the line ending there is another one
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.verify(cp, **{**good, "last_line": lines[point - 1]})
+    assert info.value.reason == ck.MISMATCHED

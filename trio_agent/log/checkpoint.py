@@ -1,0 +1,226 @@
+"""Cold-open checkpoints: the checker's state at a balanced prefix, encoded, decoded and
+verified (pure: no I/O, no trio). Draft; the store does not write them yet
+(notes/2026-12-05-checkpointed-cold-open.md).
+
+A checkpoint is taken only where no turn is open (just after a ``turn/end``). There the state
+table of spec/invariants.md §State a checker keeps reduces to what outlives a turn: next seq,
+last turn, the last step of that turn, the last event's time, the used call ids (I10), the
+used approval ids (I12) and the inbox (I18); the open step, its requested calls, open
+approvals and ``repairing`` are all empty by definition (and its phase is of no step). A
+checkpoint so never holds a half-open step, and the tail a cold open replays is exactly the
+part that repair may cut or close (spec/recovery.md).
+
+What identifies the prefix: its size in bytes, the SHA-256 of the header line and of the last
+line of the prefix (the ``turn/end`` with seq ``seq - 1``), and an opaque file identity the
+store supplies (device and inode), so that a log truncated below the offset, rewritten at the
+offset, swapped for another session's, or copied elsewhere with its sidecar is refused. A
+writer that appended without recording a checkpoint only lengthens the tail, which is replayed
+and checked anyway. A running digest of the whole prefix would also catch a rewrite in the
+middle of the prefix, but verifying it needs reading the prefix, which is what a checkpoint
+avoids; the same goes for every scheme that checks more than a bounded number of bytes.
+
+The encoding is one line of JSON with a ``digest`` over the rest (canonical JSON: sorted keys,
+no spaces, UTF-8), so a torn or garbled sidecar is told apart from a stale one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from .checker import LogChecker
+
+#: The ``format`` value of this version of the checkpoint encoding.
+FORMAT: Final = "trio-agent-checkpoint/1"
+
+#: Why a cold open did not use a checkpoint (the fallback reasons; each means: full scan).
+MISSING: Final = "missing"  # no sidecar file
+TORN: Final = "torn"  # not one JSON object, or its digest does not match its content
+UNSUPPORTED: Final = "unsupported"  # another format version
+TRUNCATED: Final = "truncated"  # the log is shorter than the checkpoint's offset
+MISMATCHED: Final = "mismatched"  # header or last line of the prefix differs: rewritten/swapped
+COPIED: Final = "copied"  # the file identity differs: the log is another file now
+REASONS: Final = (MISSING, TORN, UNSUPPORTED, TRUNCATED, MISMATCHED, COPIED)
+
+
+def line_digest(line: bytes) -> str:
+    """SHA-256 hex of one log line as stored (its newline included)."""
+    return hashlib.sha256(line).hexdigest()
+
+
+@attrs.frozen
+class Checkpoint:
+    """The checker's state after a balanced prefix, and what identifies that prefix."""
+
+    session: str
+    #: Bytes of the prefix (header included); it ends just after a ``turn/end`` line.
+    offset: int
+    #: The seq of the next event (the checker's ``next_seq``).
+    seq: int
+    header_line: str
+    last_line: str
+    #: Opaque identity of the file (e.g. ``"dev:ino"``), or ``None`` when the store has none.
+    file_id: str | None
+    last_turn: int
+    #: The last step of the last turn (spec/invariants.md "last step"; ``turn/start`` resets it,
+    #: so it does not change what is accepted, but it is kept for an exact state).
+    last_step: int
+    last_time: int
+    call_ids: tuple[str, ...]
+    approval_ids: tuple[str, ...]
+    #: The inbox queues, ``{target: [message, ...]}`` (spec/log.md §agent/inbox/spliced).
+    inbox: Mapping[str, tuple[Mapping[str, Any], ...]]
+
+
+def take(
+    checker: LogChecker,
+    *,
+    session: str,
+    offset: int,
+    header_line: bytes,
+    last_line: bytes,
+    file_id: str | None,
+) -> Checkpoint:
+    """A checkpoint of ``checker``, which has been fed exactly the prefix of ``offset`` bytes
+    ending in ``last_line``. Raises :class:`ValueError` when a turn is open."""
+    if checker.open_turn is not None:
+        raise ValueError(f"turn {checker.open_turn} is open: a checkpoint needs a balanced prefix")
+    return Checkpoint(
+        session=session,
+        offset=offset,
+        seq=checker.next_seq,
+        header_line=line_digest(header_line),
+        last_line=line_digest(last_line),
+        file_id=file_id,
+        last_turn=checker.last_turn,
+        last_step=checker._last_step,
+        last_time=checker.last_time,
+        call_ids=tuple(sorted(checker._call_ids)),
+        approval_ids=tuple(sorted(checker._approval_ids)),
+        inbox={t: tuple(q) for t, q in checker.inbox.queues.items()},
+    )
+
+
+def restore(cp: Checkpoint) -> LogChecker:
+    """A checker in the state :func:`take` recorded: feeding it the tail gives the same state
+    as feeding the whole log to a new one."""
+    checker = LogChecker()
+    checker.next_seq = cp.seq
+    checker.last_turn = cp.last_turn
+    checker._last_step = cp.last_step
+    checker.last_time = cp.last_time
+    checker._call_ids = set(cp.call_ids)
+    checker._approval_ids = set(cp.approval_ids)
+    for target, queue in cp.inbox.items():
+        checker.inbox.queues[target] = list(queue)
+        checker.inbox._ids.update(m["id"] for m in queue)
+    return checker
+
+
+def _body(cp: Checkpoint) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "session": cp.session,
+        "offset": cp.offset,
+        "seq": cp.seq,
+        "headerLine": cp.header_line,
+        "lastLine": cp.last_line,
+        "fileId": cp.file_id,
+        "lastTurn": cp.last_turn,
+        "lastStep": cp.last_step,
+        "lastTime": cp.last_time,
+        "callIds": list(cp.call_ids),
+        "approvalIds": list(cp.approval_ids),
+        "inbox": {t: list(q) for t, q in cp.inbox.items()},
+    }
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def encode(cp: Checkpoint) -> bytes:
+    """The sidecar's bytes: one canonical JSON line with ``digest`` = SHA-256 of the rest."""
+    body = _body(cp)
+    body["digest"] = hashlib.sha256(_canonical(body)).hexdigest()
+    return _canonical(body) + b"\n"
+
+
+class CheckpointRefused(ValueError):
+    """A checkpoint that must not be used; :attr:`reason` is one of :data:`REASONS`."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+def decode(data: bytes) -> Checkpoint:
+    """Parse a sidecar's bytes; raises :class:`CheckpointRefused` (``torn`` or
+    ``unsupported``) for anything but an intact checkpoint of this format."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise CheckpointRefused(TORN, "not one JSON object") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("digest"), str):
+        raise CheckpointRefused(TORN, "no digest")
+    digest = obj.pop("digest")
+    if hashlib.sha256(_canonical(obj)).hexdigest() != digest:
+        raise CheckpointRefused(TORN, "the digest does not match the content")
+    if obj.get("format") != FORMAT:
+        raise CheckpointRefused(UNSUPPORTED, f"format {obj.get('format')!r}, not {FORMAT!r}")
+    try:
+        cp = Checkpoint(
+            session=_typed(obj["session"], str),
+            offset=_typed(obj["offset"], int),
+            seq=_typed(obj["seq"], int),
+            header_line=_typed(obj["headerLine"], str),
+            last_line=_typed(obj["lastLine"], str),
+            file_id=None if obj["fileId"] is None else _typed(obj["fileId"], str),
+            last_turn=_typed(obj["lastTurn"], int),
+            last_step=_typed(obj["lastStep"], int),
+            last_time=_typed(obj["lastTime"], int),
+            call_ids=tuple(_typed(c, str) for c in _typed(obj["callIds"], list)),
+            approval_ids=tuple(_typed(a, str) for a in _typed(obj["approvalIds"], list)),
+            inbox={
+                t: tuple(_typed(m, dict) for m in _typed(q, list))
+                for t, q in _typed(obj["inbox"], dict).items()
+            },
+        )
+    except (KeyError, TypeError) as exc:
+        # A digest that matches a malformed body: written by another program, not torn.
+        raise CheckpointRefused(UNSUPPORTED, f"malformed checkpoint ({exc})") from None
+    if set(cp.inbox) != {"next-turn", "next-step"}:
+        raise CheckpointRefused(UNSUPPORTED, "the inbox must have next-turn and next-step")
+    return cp
+
+
+def _typed(value: Any, kind: type[Any]) -> Any:
+    if type(value) is not kind:
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def verify(
+    cp: Checkpoint,
+    *,
+    size: int,
+    header_line: bytes,
+    last_line: bytes,
+    file_id: str | None,
+) -> None:
+    """Raise :class:`CheckpointRefused` unless ``cp`` describes the log as found: ``size`` is
+    the log's length now, ``header_line`` its first line, ``last_line`` the line that ends at
+    ``cp.offset`` (empty when the log is shorter), ``file_id`` the log's identity now."""
+    if size < cp.offset:
+        raise CheckpointRefused(TRUNCATED, f"the log has {size} bytes, the checkpoint {cp.offset}")
+    if cp.file_id is not None and file_id != cp.file_id:
+        raise CheckpointRefused(COPIED, f"the log is file {file_id}, the checkpoint's {cp.file_id}")
+    if line_digest(header_line) != cp.header_line:
+        raise CheckpointRefused(MISMATCHED, "the header line differs")
+    if line_digest(last_line) != cp.last_line:
+        raise CheckpointRefused(MISMATCHED, f"the line ending at byte {cp.offset} differs")
