@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .checks import HarnessViolation
+from .plan import job_done_text, job_failed_text
 
 __all__ = ["DURABILITY_RULES", "DerivedDurability"]
 
@@ -41,14 +42,6 @@ DURABILITY_RULES: Final = (
 )
 #: The runtime's words for a call whose dispatch flush failed (spec/cancel.md K17).
 _NOT_DURABLE: Final = "its dispatch could not be made durable"
-
-
-def _ran_texts(call: str) -> tuple[str, ...]:
-    """Result texts only a body that ran gives (spec/harness.md §The scripted world)."""
-    return (
-        f"job {call} done",
-        f"The job call failed: RuntimeError: job {call} failed",
-    )
 
 
 class DerivedDurability:
@@ -89,10 +82,12 @@ class DerivedDurability:
         elif kind == "tool/output":
             self._body_ran(data["callId"], f"its tool/output is seq {seq}")
         elif kind == "tool/result":
-            call = data["callId"]
-            if _NOT_DURABLE in data["content"]:
+            call, content = data["callId"], data["content"]
+            if _NOT_DURABLE in content:
                 self.exercised["K17 a failed dispatch flush runs no body"] += 1
-            if data["content"] in _ran_texts(call) or data["content"].startswith("slept "):
+            # Results only a body that ran gives (spec/harness.md §The scripted world).
+            ran = content in (job_done_text(call), job_failed_text(call))
+            if ran or content.startswith("slept "):
                 self._body_ran(call, f"its result, seq {seq}, is one only a body that ran gives")
         elif kind == "turn/start":
             self._went_on(f"turn {data['turn']} started (seq {seq})")

@@ -30,6 +30,8 @@ __all__ = [
     "entry_calls",
     "entry_kind",
     "expected_chunks",
+    "job_done_text",
+    "job_failed_text",
     "plan_entry",
 ]
 
@@ -53,6 +55,18 @@ MENU: Final[Mapping[str, Mapping[str, Any]]] = {
     "fail": {"text": "oh no", "error": {"code": "OVERLOADED", "message": "model overloaded"}},
 }
 MENU_NAMES: Final = tuple(MENU)
+
+
+def job_done_text(call_id: str) -> str:
+    """The result of a ``job`` call the driver finished (spec/harness.md §The scripted world)."""
+    return f"job {call_id} done"
+
+
+def job_failed_text(call_id: str) -> str:
+    """The result of a ``job`` call the driver failed: the runtime's failure text (K18) around
+    the body's ``RuntimeError`` (spec/harness.md §The scripted world)."""
+    return f"The job call failed: RuntimeError: job {call_id} failed"
+
 
 #: Played from step 3 on, so that every turn ends after a bounded number of steps.
 FINAL_ENTRY: Final[Mapping[str, Any]] = {"text": "wrapping up"}

@@ -36,7 +36,14 @@ from typing import Any, Final
 import attrs
 
 from ..log.splice import Splice, SpliceKind, classify_splice
-from .plan import CHUNK_DELAY, entry_kind, expected_chunks, plan_entry
+from .plan import (
+    CHUNK_DELAY,
+    entry_kind,
+    expected_chunks,
+    job_done_text,
+    job_failed_text,
+    plan_entry,
+)
 
 __all__ = [
     "MODEL_RULES",
@@ -799,9 +806,9 @@ class ReferenceModel:
         if approval == "deny":
             want = (True, "DENIED", "The job call was not approved, so it did not run.")
         elif tool == "finish":
-            want = (False, None, f"job {call} done")
+            want = (False, None, job_done_text(call))
         elif tool == "fail":
-            want = (True, "TOOL_FAILED", f"The job call failed: RuntimeError: job {call} failed")
+            want = (True, "TOOL_FAILED", job_failed_text(call))
         if want is not None:
             self._saw(
                 "K18 the result of a denied call"
