@@ -459,6 +459,36 @@ def test_fast_path_agrees_on_repeated_arguments(
     _agree(check_events(prefix), {"seq": 3, "time": 0, "type": "tool/call", "data": call})
 
 
+@pytest.mark.parametrize(
+    ("block_n", "call_n", "same"),
+    [
+        (2**53 + 1, 2**53, True),  # one binary64 value (spec/log.md §Values)
+        (10**400, 10**400 + 1, True),  # both read as +Infinity, as JSON.parse does
+        (10**400, -(10**400), False),
+        (0.1, 0.30000000000000004 - 0.2, False),
+    ],
+    ids=["beyond-2^53", "beyond-binary64", "opposite-infinities", "decimal-rounding"],
+)
+def test_numbers_in_arguments_compare_as_binary64(block_n: Any, call_n: Any, same: bool) -> None:
+    """I11 on Python-built events (the checker's own API, not a decoded line), numbers even
+    beyond binary64's range: judged, never an OverflowError."""
+    where = {"turn": 1, "step": 1}
+    block = {"type": "tool-call", "id": "c", "name": "q", "arguments": {"n": block_n}}
+    checker = check_events(
+        [
+            Event(0, 0, "turn/start", {"turn": 1}),
+            Event(1, 0, "step/start", where),
+            Event(2, 0, "assistant/message", {**where, "message": {"id": "a", "content": [block]}}),
+        ]
+    )
+    call = {**where, "callId": "c", "name": "q", "arguments": {"n": call_n}}
+    if same:
+        checker.feed(Event(3, 0, "tool/call", call))
+    else:
+        with pytest.raises(LogError, match="I11"):
+            checker.feed(Event(3, 0, "tool/call", call))
+
+
 @pytest.mark.parametrize("dispatched", [True, False])
 def test_fast_path_agrees_on_results_after_a_placeholder(dispatched: bool) -> None:
     # Two calls, the first closed by a placeholder (I17 then holds): every answer to the other.

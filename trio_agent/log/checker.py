@@ -17,6 +17,7 @@ same state, held equal to this module by tests/log/test_stream.py.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -58,7 +59,7 @@ def _same_json(a: Any, b: Any) -> bool:
 def _same_binary64(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
     if ta in (int, float) and tb in (int, float):
-        return float(a) == float(b)
+        return _binary64(a) == _binary64(b)
     if ta is not tb:
         return False
     if ta is dict:
@@ -66,6 +67,15 @@ def _same_binary64(a: Any, b: Any) -> bool:
     if ta is list:
         return len(a) == len(b) and all(map(_same_binary64, a, b))
     return bool(a == b)
+
+
+def _binary64(number: float) -> float:
+    """The binary64 value a JSON reader gives ``number``: an integer too large for it reads
+    as an infinity (as ``JSON.parse`` does) instead of raising ``OverflowError``."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 def _no_bool_for_number(a: Any, b: Any) -> bool:
