@@ -30,6 +30,7 @@ from ..log import (
     decode_event,
     scan_lines,
 )
+from ..log.lines import event_of_line
 from .dsn import is_dsn, redact
 from .errors import BROKEN, REFUSED, UNREADABLE, CliError
 
@@ -271,14 +272,13 @@ def events_of(f: BinaryIO, count: int) -> Iterator[Event]:
     (positioned after the header): the second pass of ``show``, one event in memory at a time.
 
     The scan checked these very lines (I0 and every rule), so each is parsed into its event
-    without running the shape predicates again; a line that no longer parses into the four
+    as a session's held lines are (:func:`~trio_agent.log.lines.event_of_line`), without
+    running the shape predicates again; a line that no longer parses into the four
     fields of an event (the file rewritten in place between the passes) still goes through
     :func:`decode_event`, which raises the worded error."""
-    loads = orjson.loads
     for _, line in zip(range(count), f, strict=False):
         try:
-            obj = loads(line)
-            event = Event(obj["seq"], obj["time"], obj["type"], obj["data"])
+            event = event_of_line(line)
         except (orjson.JSONDecodeError, KeyError, TypeError):
             event = decode_event(line[:-1])
         yield event
