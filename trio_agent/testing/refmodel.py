@@ -144,6 +144,12 @@ class TurnRecord:
     approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
     allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
 
+    @property
+    def cut(self) -> bool:
+        """The open step's stream was cut (K14): a cancel reached the turn, or the model's
+        ``finish`` was ``error``; only its visible text is kept, as an interrupted message."""
+        return self.hit or self.finish == "error"
+
 
 @attrs.define
 class _Send:
@@ -699,7 +705,7 @@ class ReferenceModel:
             return
         record.message = True
         text = [{"type": "text", "text": record.text}] if record.text else []
-        cut = record.hit or record.finish == "error"
+        cut = record.cut
         if cut and not record.text.strip():
             self.fail(
                 f"seq {seq}: turn {record.number} step {step} logged an assistant/message "
@@ -733,7 +739,7 @@ class ReferenceModel:
         logged its assistant/message (K14)."""
         if record.message:
             return
-        cut = record.hit or record.finish == "error"
+        cut = record.cut
         if (cut and record.text.strip()) or (not cut and record.finish is not None):
             what = (
                 "the visible text of its cut stream, as an interrupted message"
