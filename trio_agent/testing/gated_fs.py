@@ -105,7 +105,7 @@ class GatedFileOps(FileOps):
         self._cond.notify_all()
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
-        refused = 0
+        refused: int | None = None  # the events of a batch refused here
         with self._cond:
             if self.armed and not self._in_batch:
                 self._in_batch = True
@@ -127,7 +127,7 @@ class GatedFileOps(FileOps):
                         # The writer hands a batch to one write call (write_all repeats it
                         # only for a short write), so its first data is the whole batch.
                         refused = self._parked_data.count(b"\n")
-        if refused:
+        if refused is not None:
             self._report(refused, ok=False)
             raise OSError(errno.ENOSPC, "injected by the harness: no space left")
         written = os.write(fd, data)
