@@ -47,10 +47,11 @@ def say(*parts: object) -> None:
 class ChildOps(FileOps):
     """Real file operations that can kill this process at a named point, or write short."""
 
-    def __init__(self, kill_at: str | None, short: bool, seed: int) -> None:
+    def __init__(self, kill_at: str | None, short: bool, seed: int, nth: int = 1) -> None:
         self.kill_at = kill_at
         self.short = short
         self.rng = random.Random(seed)
+        self.left = nth  # kill at the nth time the point is reached
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
         if self.short:
@@ -61,7 +62,9 @@ class ChildOps(FileOps):
     def point(self, name: str) -> None:
         say("point", os.getpid(), name)
         if name == self.kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.left -= 1
+            if self.left == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
 
 
 def announce_batches() -> None:
@@ -119,6 +122,21 @@ async def repair(cmd: dict[str, Any]) -> None:
     say("ack", os.getpid(), report.events - 1, len(report.closers))
 
 
+async def checkpointed(cmd: dict[str, Any]) -> None:
+    """Write turns with small checkpoints, each turn acknowledged; killed at a named point."""
+    rng = random.Random(cmd["seed"])
+    ops = ChildOps(cmd["kill_at"], False, 0, nth=cmd["nth"])
+    store = JsonlStore(cmd["root"], reap_orphans=None, file_ops=ops, checkpoint_every=2000)
+    async with store:
+        session = await store.create(cmd["id"])
+        say("ready", os.getpid(), 0)
+        for type_, data, _ in workload(rng, 1, "k", cmd["turns"]):
+            event = session.append(type_, data)
+            if type_ == "turn/end":
+                await session.flush()
+                say("ack", os.getpid(), event.seq, 0)
+
+
 async def hold(cmd: dict[str, Any]) -> None:
     rng = random.Random(cmd.get("seed", 0))
     async with JsonlStore(cmd["root"], reap_orphans=None) as store:
@@ -136,7 +154,7 @@ async def hold(cmd: dict[str, Any]) -> None:
         await trio.sleep_forever()
 
 
-OPS = {"torture": torture, "repair": repair, "hold": hold}
+OPS = {"torture": torture, "repair": repair, "hold": hold, "checkpointed": checkpointed}
 
 
 def run_child(cmd: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from support.store.workload import workload
 
 from trio_agent.log import Event, check_events, decode_event, encode_event, repair_closers
 from trio_agent.store import JsonlStore, PostgresStore, Session, SessionLocked, Store, repair_file
+from trio_agent.store.checkpoints import sidecar_of
 
 ROUNDS = int(os.environ.get("TRIO_AGENT_TORTURE_ROUNDS", "0"))
 
@@ -462,3 +463,43 @@ def test_kill_at_random_moments_of_repair(tmp_path: Path, zygote: Zygote) -> Non
     trio.run(lambda: repair_file(target, reap_orphans=None))
     assert target.read_bytes() == expected
     assert len(states) > 1  # the kills did land at different places
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+@pytest.mark.parametrize("point", ["checkpoint:written", "checkpoint:renamed"])
+def test_kill_while_recording_a_checkpoint(
+    tmp_path: Path, zygote: Zygote, point: str, nth: int
+) -> None:
+    """spec/persistence.md §5.1: after a kill -9 at any step of recording a checkpoint, the
+    sidecar is the old checkpoint or the new one, whole; the next open uses it or scans
+    everything, and ends with every acknowledged event, as a full scan of the same file
+    does; the dead writer's temporary file is removed."""
+    root = tmp_path / "root"
+    pid = zygote.start(
+        op="checkpointed", root=str(root), id="s", seed=nth, turns=40, kill_at=point, nth=nth
+    )
+    status, messages = zygote.reap(pid)
+    assert _killed(status), messages
+    acked = max(int(m[2]) for m in messages if m[0] == "ack")
+    log = root / "s" / "session.jsonl"
+    sidecar = sidecar_of(log)
+    had = sidecar.exists()
+    assert had == (point == "checkpoint:renamed" or nth == 2)
+    left = [p.name for p in log.parent.iterdir() if p.name.endswith(".tmp")]
+    assert bool(left) == (point == "checkpoint:written")
+    copy = tmp_path / "copy"
+    shutil.copytree(log.parent, copy / "s")
+    (copy / "s" / sidecar.name).unlink(missing_ok=True)
+
+    async def reopen(where: Path) -> list[Event]:
+        async with JsonlStore(where, reap_orphans=None, checkpoint_every=2000) as store:
+            session = await store.open("s")
+            events = list(session.events)
+            await session.aclose()
+        return events
+
+    events = trio.run(reopen, root)
+    assert events == trio.run(reopen, copy)
+    assert log.read_bytes() == (copy / "s" / "session.jsonl").read_bytes()
+    assert len(events) > acked
+    assert [p.name for p in log.parent.iterdir() if p.name.endswith(".tmp")] == []

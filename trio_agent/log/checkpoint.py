@@ -1,6 +1,6 @@
 """Cold-open checkpoints: the checker's state at a balanced prefix, encoded, decoded and
-verified (pure: no I/O, no trio). Draft; the store does not write them yet
-(notes/2026-12-05-checkpointed-cold-open.md).
+verified (pure: no I/O, no trio). spec/persistence.md §5.1: the file store records one
+beside a long log and resumes a cold open from it.
 
 A checkpoint is taken only where no turn is open (just after a ``turn/end``). There the state
 table of spec/invariants.md §State a checker keeps reduces to what outlives a turn: next seq,
@@ -39,12 +39,13 @@ FORMAT: Final = "trio-agent-checkpoint/1"
 
 #: Why a cold open did not use a checkpoint (the fallback reasons; each means: full scan).
 MISSING: Final = "missing"  # no sidecar file
+UNREADABLE: Final = "unreadable"  # the sidecar exists but reading it failed (the OS said why)
 TORN: Final = "torn"  # not one JSON object, or its digest does not match its content
 UNSUPPORTED: Final = "unsupported"  # another format version
 TRUNCATED: Final = "truncated"  # the log is shorter than the checkpoint's offset
 MISMATCHED: Final = "mismatched"  # header or last line of the prefix differs: rewritten/swapped
 COPIED: Final = "copied"  # the file identity differs: the log is another file now
-REASONS: Final = (MISSING, TORN, UNSUPPORTED, TRUNCATED, MISMATCHED, COPIED)
+REASONS: Final = (MISSING, UNREADABLE, TORN, UNSUPPORTED, TRUNCATED, MISMATCHED, COPIED)
 
 
 def line_digest(line: bytes) -> str:
@@ -70,8 +71,10 @@ class Checkpoint:
     #: so it does not change what is accepted, but it is kept for an exact state).
     last_step: int
     last_time: int
-    call_ids: tuple[str, ...]
-    approval_ids: tuple[str, ...]
+    #: Sets, not lists: :func:`take` copies the checker's sets as they are (cheap, on the
+    #: appending thread), and :func:`encode` sorts them (on the writer's thread).
+    call_ids: frozenset[str]
+    approval_ids: frozenset[str]
     #: The inbox queues, ``{target: [message, ...]}`` (spec/log.md §agent/inbox/spliced).
     inbox: Mapping[str, tuple[Mapping[str, Any], ...]]
 
@@ -99,8 +102,8 @@ def take(
         last_turn=checker.last_turn,
         last_step=checker._last_step,
         last_time=checker.last_time,
-        call_ids=tuple(sorted(checker._call_ids)),
-        approval_ids=tuple(sorted(checker._approval_ids)),
+        call_ids=frozenset(checker._call_ids),
+        approval_ids=frozenset(checker._approval_ids),
         inbox={t: tuple(q) for t, q in checker.inbox.queues.items()},
     )
 
@@ -133,8 +136,8 @@ def _body(cp: Checkpoint) -> dict[str, Any]:
         "lastTurn": cp.last_turn,
         "lastStep": cp.last_step,
         "lastTime": cp.last_time,
-        "callIds": list(cp.call_ids),
-        "approvalIds": list(cp.approval_ids),
+        "callIds": sorted(cp.call_ids),
+        "approvalIds": sorted(cp.approval_ids),
         "inbox": {t: list(q) for t, q in cp.inbox.items()},
     }
 
@@ -184,8 +187,8 @@ def decode(data: bytes) -> Checkpoint:
             last_turn=_typed(obj["lastTurn"], int),
             last_step=_typed(obj["lastStep"], int),
             last_time=_typed(obj["lastTime"], int),
-            call_ids=tuple(_typed(c, str) for c in _typed(obj["callIds"], list)),
-            approval_ids=tuple(_typed(a, str) for a in _typed(obj["approvalIds"], list)),
+            call_ids=frozenset(_typed(c, str) for c in _typed(obj["callIds"], list)),
+            approval_ids=frozenset(_typed(a, str) for a in _typed(obj["approvalIds"], list)),
             inbox={
                 t: tuple(_typed(m, dict) for m in _typed(q, list))
                 for t, q in _typed(obj["inbox"], dict).items()

@@ -9,6 +9,10 @@ runtime needs), so decoding one again is a plain parse: it cannot fail and needs
 Reading an event builds a new :class:`Event` each time (equal to the first, not the same
 object). Callers that walk the log often keep their own incremental fold instead (the
 transcript does, see ``trio_agent.models.base.Transcript.catch_up``).
+
+The first lines may be held elsewhere: a cold open that resumed from a checkpoint
+(spec/persistence.md §5.1) does not read the checkpointed prefix, and hands over a sequence
+that reads it from the file when asked (the store's, since this package does no I/O).
 """
 
 from __future__ import annotations
@@ -29,11 +33,15 @@ def event_of_line(line: bytes) -> Event:
 
 
 class EventLines(Sequence[Event]):
-    """A sequence of events stored as encoded lines (each may keep its newline)."""
+    """A sequence of events stored as encoded lines (each may keep its newline).
 
-    __slots__ = ("_lines",)
+    ``prefix``, when given, holds the first ``len(prefix)`` lines (read on demand, never
+    appended to); the lines after it are kept here."""
 
-    def __init__(self, lines: Iterable[bytes] = ()) -> None:
+    __slots__ = ("_lines", "_prefix")
+
+    def __init__(self, lines: Iterable[bytes] = (), *, prefix: Sequence[bytes] = ()) -> None:
+        self._prefix = prefix
         self._lines: list[bytes] = list(lines)
 
     @classmethod
@@ -42,6 +50,11 @@ class EventLines(Sequence[Event]):
         return cls(encode_event(e) for e in events)
 
     def __len__(self) -> int:
+        return len(self._prefix) + len(self._lines)
+
+    @property
+    def held(self) -> int:
+        """How many lines are held in memory (the rest are the prefix's)."""
         return len(self._lines)
 
     @overload
@@ -52,20 +65,33 @@ class EventLines(Sequence[Event]):
 
     def __getitem__(self, index: int | slice) -> Event | list[Event]:
         if isinstance(index, slice):
-            return [event_of_line(line) for line in self._lines[index]]
-        return event_of_line(self._lines[index])
+            if not self._prefix:
+                return [event_of_line(line) for line in self._lines[index]]
+            return [event_of_line(self.line(i)) for i in range(*index.indices(len(self)))]
+        return event_of_line(self.line(index))
 
     def __iter__(self) -> Iterator[Event]:
+        for line in self._prefix:
+            yield event_of_line(line)
         for line in self._lines:
             yield event_of_line(line)
 
     def __reversed__(self) -> Iterator[Event]:
         for line in reversed(self._lines):
             yield event_of_line(line)
+        for line in reversed(self._prefix):
+            yield event_of_line(line)
 
     def line(self, index: int) -> bytes:
         """The encoded line of event ``index`` as stored."""
-        return self._lines[index]
+        first = len(self._prefix)
+        if not first:
+            return self._lines[index]
+        if index < 0:
+            index += first + len(self._lines)
+            if index < 0:
+                raise IndexError("event index out of range")
+        return self._prefix[index] if index < first else self._lines[index - first]
 
     def append_line(self, line: bytes) -> None:
         """Record an accepted event by its encoded line."""
@@ -84,7 +110,7 @@ class EventLines(Sequence[Event]):
     __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 
     def __repr__(self) -> str:
-        return f"<{len(self._lines)} events>"
+        return f"<{len(self)} events>"
 
 
 def as_event_lines(events: Sequence[Event]) -> EventLines:

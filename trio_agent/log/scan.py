@@ -71,6 +71,17 @@ class Scan:
 Sink = Callable[[Event], None]
 
 
+@attrs.frozen
+class Resume:
+    """Where a scan of a log's tail starts (spec/persistence.md §5.1): the log's header, a
+    checker in the state after the prefix (:func:`trio_agent.log.checkpoint.restore`) and
+    the prefix's length in bytes. The checker is fed the tail: it is not copied."""
+
+    header: Header
+    checker: LogChecker
+    offset: int
+
+
 def scan_lines(
     lines: Iterable[bytes],
     *,
@@ -78,6 +89,7 @@ def scan_lines(
     sink: Sink | None = None,
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
+    resume: Resume | None = None,
 ) -> LineScan:
     """Decode and check a log given as its lines, in one pass, keeping no events.
 
@@ -90,6 +102,9 @@ def scan_lines(
     keeps a live session's log this way (:class:`~trio_agent.log.lines.EventLines`).
     Memory is the checker's state plus one line, whatever the log's length.
 
+    ``resume``, when given, says that ``lines`` are the tail of a log after a prefix already
+    checked (no header line; the counts, offsets and line numbers go on from the prefix).
+
     Each line is parsed once; the two types that dominate long logs, and the step and turn
     boundaries, are accepted by :func:`~trio_agent.log.checker_fast.feed_fast` without
     building an event, and everything else (including every line that breaks a rule) goes
@@ -97,18 +112,21 @@ def scan_lines(
     the error.
     """
     it = iter(lines)
-    first = next(it, b"")
-    if not first or first[-1] != _NEWLINE:
-        if first:
-            raise HeaderError("the header line is incomplete (no newline)")
-        raise HeaderError("the file is empty (no session header)")
-    header = decode_header(first[:-1])
-    checker = LogChecker()
+    if resume is None:
+        first = next(it, b"")
+        if not first or first[-1] != _NEWLINE:
+            if first:
+                raise HeaderError("the header line is incomplete (no newline)")
+            raise HeaderError("the file is empty (no session header)")
+        header = decode_header(first[:-1])
+        checker = LogChecker()
+        offset = len(first)
+    else:
+        header, checker, offset = resume.header, resume.checker, resume.offset
     fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
-    offset = len(first)
     # Every kept event advanced the checker's next_seq by one (I1, from 0), so next_seq is
     # the count of kept events and the line being read is line next_seq + 2 (1-based).
     tail: TornTail | None = None
@@ -214,4 +232,13 @@ def _is_turn_end(line: bytes) -> bool:
     return type(obj) is dict and obj.get("type") == "turn/end"
 
 
-__all__ = ["HeaderError", "LineScan", "Scan", "TornTail", "lines_of", "scan_lines", "scan_log"]
+__all__ = [
+    "HeaderError",
+    "LineScan",
+    "Resume",
+    "Scan",
+    "TornTail",
+    "lines_of",
+    "scan_lines",
+    "scan_log",
+]

@@ -84,6 +84,21 @@ class SessionCorrupt(StoreError):
 
 
 @attrs.define(auto_exc=True, slots=False)
+class PrefixChanged(StoreError):
+    """The part of a log a cold open resumed past (its checkpoint's prefix, spec/persistence.md
+    §5.1) no longer reads as it did: the file was cut or rewritten under the session."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path}: {self.message} (the log changed on disk after the session was "
+            "opened from its checkpoint; reopen it)"
+        )
+
+
+@attrs.define(auto_exc=True, slots=False)
 class UnsupportedFormat(StoreError):
     """The header is missing, not ours, or written by another format version."""
 

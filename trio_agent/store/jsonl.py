@@ -25,6 +25,7 @@ from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_dire
 from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
+from .checkpoints import file_identity, first_line, remove_stale_temps
 from .errors import (
     CreateFailed,
     LiveTurnOpen,
@@ -48,7 +49,14 @@ from .recovery import (
     report_for,
 )
 from .session import Clock, Session, wall_clock_ms
-from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
+from .write_policy import CHECKPOINT_EVERY, CheckpointCadence
+from .writer import (
+    DEFAULT_HARD_LIMIT,
+    DEFAULT_SOFT_LIMIT,
+    DEFAULT_WINDOW,
+    CheckpointTarget,
+    Writer,
+)
 
 __all__ = ["LOG_NAME", "PID_NAME", "JsonlStore", "repair_file"]
 
@@ -185,6 +193,8 @@ class JsonlStore(StoreLifecycle):
     crashed turn's tool calls left running before a cold open's repair and stops what is
     proven theirs (:data:`~trio_agent.store.Reaper`; by default
     :func:`trio_agent.procs.reap_orphans`; ``None`` opts out: nothing is signalled).
+    ``checkpoint_every`` is the least number of log bytes between two cold-open checkpoints
+    (spec/persistence.md §5.1); ``None`` records none and never reads one.
     """
 
     def __init__(
@@ -197,6 +207,7 @@ class JsonlStore(StoreLifecycle):
         hard_limit: int = DEFAULT_HARD_LIMIT,
         file_ops: FileOps | None = None,
         reap_orphans: Reaper | None = DEFAULT_REAPER,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         if window < 0:
             raise ValueError("the batching window must be >= 0 seconds")
@@ -209,6 +220,9 @@ class JsonlStore(StoreLifecycle):
         self._hard = hard_limit
         self._ops = file_ops if file_ops is not None else FileOps()
         self._reaper = reap_orphans
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be >= 1 byte, or None")
+        self._checkpoint_every = checkpoint_every
         self._life = SessionNursery("JsonlStore", "async with JsonlStore(root) as store")
 
     # -- paths ----------------------------------------------------------------------------------
@@ -297,6 +311,7 @@ class JsonlStore(StoreLifecycle):
 
     async def open(self, session_id: str) -> Session:
         """Cold open: lock, repair (torn tail, orphans, closers, durably), return it live.
+        A long log resumes from its checkpoint when one verifies (spec/persistence.md §5.1).
 
         Raises :class:`SessionLocked` at once if the session is live here or in another
         process, :class:`SessionNotFound`, :class:`SessionCorrupt` (file untouched) or
@@ -312,8 +327,15 @@ class JsonlStore(StoreLifecycle):
             await _lock_exclusive(fd, session_id, pid_path)
             _write_pid(pid_path)
             try:
+                if self._checkpoint_every is not None:
+                    await trio.to_thread.run_sync(remove_stale_temps, path)
                 cold = await cold_open_fd(
-                    fd, str(path), expect_id=session_id, ops=self._ops, reaper=self._reaper
+                    fd,
+                    str(path),
+                    expect_id=session_id,
+                    ops=self._ops,
+                    reaper=self._reaper,
+                    checkpointed=self._checkpoint_every is not None,
                 )
             except BaseException:
                 _remove_pid(pid_path)
@@ -353,8 +375,13 @@ class JsonlStore(StoreLifecycle):
             soft_limit=self._soft,
             hard_limit=self._hard,
             on_close=on_close,
+            checkpoints=self._checkpoint_target(fd, path, cold),
         )
         session = self._life.seeded(session_id, writer, self._clock, cold)
+        if cold is not None and cold.checker.open_turn is None and writer.checkpoint_due:
+            # A repaired log is balanced: a long one read in full is recorded at once. (Not
+            # due when the open resumed at its end, so the prefix's last line is not read.)
+            writer.balanced(cold.checker, cold.events.line(-1))
         _LIVE[key] = session
         try:
             await self._life.start_writer(nursery, session, writer.run)
@@ -363,6 +390,20 @@ class JsonlStore(StoreLifecycle):
             os.close(fd)
             raise
         return session
+
+    def _checkpoint_target(
+        self, fd: int, path: Path, cold: ColdOpen | None
+    ) -> CheckpointTarget | None:
+        every = self._checkpoint_every
+        if every is None:
+            return None
+        last = 0 if cold is None or cold.resumed_at is None else cold.resumed_at
+        return CheckpointTarget(
+            log_path=str(path),
+            header_line=first_line(fd),
+            file_id=file_identity(fd),
+            cadence=CheckpointCadence(every=every, last=last),
+        )
 
     # -- read-only ------------------------------------------------------------------------------
 

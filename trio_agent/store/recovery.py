@@ -16,22 +16,28 @@ ones. Repair therefore converges to the same balanced log however often it is in
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import attrs
 import trio
 
+from ..log import checkpoint as ck
 from ..log.checker import LogChecker
-from ..log.codec import encode_event, event_to_json
+from ..log.codec import decode_header, encode_event, event_to_json
 from ..log.errors import HeaderError, LogViolation, UnreadableLineError
 from ..log.events import Event, Header
 from ..log.lines import EventLines
 from ..log.repair import Orphan, Reaping, repair_closers
-from ..log.scan import lines_of, scan_lines
+from ..log.scan import Resume, lines_of, scan_lines
 from ..procs.orphans import reap_orphans
+from .checkpoints import find_checkpoint
 from .errors import LiveTurnOpen, SessionCorrupt, UnsupportedFormat, WriteFailed
 from .fileops import FileOps, reading_lines, write_all
+from .prefix import FileLines
+
+_log = logging.getLogger("trio_agent.store")
 
 #: Looks for what a crashed turn's tool calls left running and stops what is proven theirs
 #: (spec/persistence.md §5 step 3); it answers a :class:`~trio_agent.log.Reaping`: what it
@@ -62,6 +68,12 @@ class ColdScan:
     torn: bool
     #: Where the dropped tail starts and why (``"line N: reason"``), or ``None``.
     damage: str | None
+    #: Whether the scan resumed from a checkpoint (spec/persistence.md §5.1): ``"used"``, the
+    #: reason it did not (:data:`trio_agent.log.checkpoint.REASONS`), or ``None`` when it
+    #: did not look for one (read-only scans, bytes in memory, the database store).
+    checkpoint: str | None = None
+    #: Where the checkpoint's prefix ends (bytes), when one was used.
+    resumed_at: int | None = None
 
     @property
     def dropped_bytes(self) -> int:
@@ -103,7 +115,14 @@ class _CountedLines:
             yield line
 
 
-def cold_scan_lines(lines: Iterable[bytes], path: str, expect_id: str | None = None) -> ColdScan:
+def cold_scan_lines(
+    lines: Iterable[bytes],
+    path: str,
+    expect_id: str | None = None,
+    *,
+    resume: Resume | None = None,
+    prefix: Sequence[bytes] = (),
+) -> ColdScan:
     """Classify a log given as its lines (spec/recovery.md §Torn tail and corruption).
 
     The classification is the log core's (:func:`trio_agent.log.scan_lines` with
@@ -112,11 +131,15 @@ def cold_scan_lines(lines: Iterable[bytes], path: str, expect_id: str | None = N
     included) and :class:`SessionCorrupt` for damage at or before the last committed
     ``turn/end``. The kept events are held as their lines (:class:`EventLines`), so a cold
     open holds about the file's size, not the several times more that decoded events take.
+
+    With ``resume`` (a verified checkpoint, spec/persistence.md §5.1), ``lines`` are the tail
+    after the checkpoint's prefix, and ``prefix`` the prefix's event lines (read on demand).
     """
     counted = _CountedLines(lines)
-    kept = EventLines()
+    kept = EventLines(prefix=prefix)
+    before = 0 if resume is None else resume.offset
     try:
-        core = scan_lines(counted, strict=False, line_sink=kept.append_line)
+        core = scan_lines(counted, strict=False, line_sink=kept.append_line, resume=resume)
     except HeaderError as exc:
         raise UnsupportedFormat(path, str(exc)) from None
     except UnreadableLineError as exc:
@@ -128,13 +151,15 @@ def cold_scan_lines(lines: Iterable[bytes], path: str, expect_id: str | None = N
             path, 1, None, None, f"the header names session {core.header.id!r}, not {expect_id!r}"
         )
     tail = core.tail
+    # The lines read: the header and every event when scanning all, else the tail's events.
+    read = 1 + core.count if resume is None else core.count - len(prefix)
     return ColdScan(
         header=core.header,
         events=kept,
         checker=core.checker,
-        keep=counted.bytes if tail is None else tail.offset,
-        size=counted.bytes,
-        dropped_lines=counted.complete - 1 - core.count,  # the header is the first line
+        keep=before + counted.bytes if tail is None else tail.offset,
+        size=before + counted.bytes,
+        dropped_lines=counted.complete - read,
         torn=not counted.last_complete,
         damage=None if tail is None else f"line {tail.line}: {tail.reason}",
     )
@@ -207,6 +232,10 @@ class ColdOpen:
     torn_bytes: int
     dropped_lines: int
     damage: str | None
+    #: :attr:`ColdScan.checkpoint`: whether the read resumed from a checkpoint, or why not.
+    checkpoint: str | None = None
+    #: :attr:`ColdScan.resumed_at`.
+    resumed_at: int | None = None
 
 
 def _hand_over(
@@ -223,6 +252,8 @@ def _hand_over(
         torn_bytes=scan.dropped_bytes,
         dropped_lines=scan.dropped_lines,
         damage=scan.damage,
+        checkpoint=scan.checkpoint,
+        resumed_at=scan.resumed_at,
     )
 
 
@@ -253,22 +284,61 @@ async def complete(
     return cold
 
 
-def read_and_scan(fd: int, path: str, expect_id: str | None) -> ColdScan:
+def read_and_scan(
+    fd: int, path: str, expect_id: str | None, *, checkpointed: bool = False
+) -> ColdScan:
     """Read the file on ``fd`` from offset 0 as a stream of lines and :func:`cold_scan_lines`
     it (blocking; run it in a worker thread). The descriptor's offset is left where it was.
+
+    ``checkpointed``: look for the log's checkpoint first (spec/persistence.md §5.1); when
+    it verifies, read only the tail after it, and leave the prefix on disk, read on demand
+    (:class:`~trio_agent.store.prefix.FileLines`). Any refusal means the whole file is read;
+    the scan's :attr:`ColdScan.checkpoint` says which happened.
 
     The cyclic garbage collector is paused meanwhile: a scan builds a million small acyclic
     objects that all stay alive (the kept lines), and letting the collector walk that
     growing heap again and again slows a cold open of a large log a lot (bench/bench_files.py).
     """
+    found = find_checkpoint(fd, path) if checkpointed else None
     enabled = gc.isenabled()
     gc.disable()
     try:
+        if found is not None and found.checkpoint is not None:
+            cp = found.checkpoint
+            tail = _scan_tail(fd, path, expect_id, cp)
+            _log.info(
+                "%s: resumed from the checkpoint at byte %d (seq %d)", path, cp.offset, cp.seq
+            )
+            return attrs.evolve(tail, checkpoint="used", resumed_at=cp.offset)
         with reading_lines(fd) as lines:
-            return cold_scan_lines(lines, path, expect_id)
+            scan = cold_scan_lines(lines, path, expect_id)
     finally:
         if enabled:
             gc.enable()
+    if found is not None:
+        if found.reason != ck.MISSING:
+            _log.warning(
+                "%s: checkpoint not used (%s: %s); the whole log was read",
+                path,
+                found.reason,
+                found.detail,
+            )
+        scan = attrs.evolve(scan, checkpoint=found.reason)
+    return scan
+
+
+def _scan_tail(fd: int, path: str, expect_id: str | None, cp: ck.Checkpoint) -> ColdScan:
+    """:func:`cold_scan_lines` of the tail after the verified checkpoint ``cp``."""
+    with reading_lines(fd) as reader:
+        header_line = reader.readline()
+        try:
+            header = decode_header(header_line[:-1])
+        except HeaderError as exc:  # verified equal to the checkpoint's: not expected
+            raise UnsupportedFormat(path, str(exc)) from None
+        prefix = FileLines(fd, path, start=len(header_line), end=cp.offset, count=cp.seq)
+        reader.seek(cp.offset)
+        resume = Resume(header, ck.restore(cp), cp.offset)
+        return cold_scan_lines(reader, path, expect_id, resume=resume, prefix=prefix)
 
 
 async def cold_open_fd(
@@ -278,12 +348,17 @@ async def cold_open_fd(
     expect_id: str | None,
     ops: FileOps,
     reaper: Reaper | None,
+    checkpointed: bool = False,
 ) -> ColdOpen:
     """Repair the log open on ``fd`` (which the caller has locked exclusively) and return it.
+    ``checkpointed``: resume from the log's checkpoint when it verifies (spec/persistence.md
+    §5.1, :func:`read_and_scan`).
 
     Nothing is modified when the log is corrupt or foreign (the error is raised first).
     """
-    scan = await trio.to_thread.run_sync(read_and_scan, fd, path, expect_id)
+    scan = await trio.to_thread.run_sync(
+        lambda: read_and_scan(fd, path, expect_id, checkpointed=checkpointed)
+    )
     ops.point("repair:scanned")
     if scan.keep < scan.size:
         await trio.to_thread.run_sync(_cut, ops, fd, scan.keep)
@@ -341,6 +416,9 @@ class RepairReport:
     reaped: dict[str, str]
     #: True when the repair was written to the file.
     written: bool
+    #: Whether the read resumed from a checkpoint (``"used"``), why not (spec/persistence.md
+    #: §5.1), or ``None`` when no checkpoint was looked for.
+    checkpoint: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -357,6 +435,7 @@ class RepairReport:
             "damage": self.damage,
             "reaped": dict(self.reaped),
             "written": self.written,
+            "checkpoint": self.checkpoint,
         }
 
 
@@ -371,4 +450,5 @@ def report_for(path: str, cold: ColdOpen, *, written: bool) -> RepairReport:
         damage=cold.damage,
         reaped=cold.reaped,
         written=written,
+        checkpoint=cold.checkpoint,
     )

@@ -65,6 +65,14 @@ class Sink(Protocol):
 
 
 @runtime_checkable
+class Checkpointing(Protocol):
+    """A sink that records cold-open checkpoints (spec/persistence.md §5.1): the session
+    calls :meth:`balanced` right after it submitted a ``turn/end``, with its checker."""
+
+    def balanced(self, checker: LogChecker, line: bytes) -> None: ...
+
+
+@runtime_checkable
 class Leased(Protocol):
     """A sink that can lose its session for good (the database store's fenced writer)."""
 
@@ -161,6 +169,7 @@ class Session:
         self._notifying = _NOT_NOTIFYING
         self._closed = False
         self._last_time = checker.last_time
+        self._balanced = sink.balanced if isinstance(sink, Checkpointing) else None
 
     @classmethod
     def in_memory(
@@ -258,6 +267,8 @@ class Session:
         self._last_time = now
         if sink is not None:
             sink.submit(line)
+            if type == "turn/end" and self._balanced is not None:
+                self._balanced(self._checker, line)
         if self._observers:
             self._notify(event)
         return event

@@ -227,3 +227,39 @@ class WritePolicy:
     def writable(self) -> bool:
         """Pending bytes are under the soft bound."""
         return self.pending_bytes < self.soft_limit
+
+
+#: Least bytes of log between two cold-open checkpoints (spec/persistence.md §5.1).
+CHECKPOINT_EVERY: Final = 4 << 20
+#: And at least this many times the last checkpoint's own size, so that recording them never
+#: costs more than a quarter of the bytes the log itself takes.
+CHECKPOINT_SPACING: Final = 4
+
+
+@attrs.define
+class CheckpointCadence:
+    """When a writer records a cold-open checkpoint (spec/persistence.md §5.1), without I/O.
+
+    A checkpoint is due at a balanced point (just after a ``turn/end``) whose end lies at
+    least ``every`` bytes, and at least :data:`CHECKPOINT_SPACING` times the last
+    checkpoint's size, past the last one: a cold open then reads at most that much more
+    than the turn in progress, and the checkpoints' writes stay a fraction of the log's.
+    """
+
+    every: int = CHECKPOINT_EVERY
+    #: The end of the prefix the last checkpoint describes (0: none yet).
+    last: int = 0
+    #: The size in bytes of the last checkpoint recorded (0: none, or not known).
+    last_size: int = 0
+
+    def due(self, offset: int) -> bool:
+        """Whether a balanced point ending at byte ``offset`` should be recorded."""
+        return offset - self.last >= max(self.every, CHECKPOINT_SPACING * self.last_size)
+
+    def taken(self, offset: int) -> None:
+        """A checkpoint of the prefix ending at ``offset`` is on its way to disk."""
+        self.last = offset
+
+    def recorded(self, size: int) -> None:
+        """The last checkpoint taken is on disk and takes ``size`` bytes."""
+        self.last_size = size

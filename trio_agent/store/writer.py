@@ -12,6 +12,12 @@ next attempt the file is cut back to the last length known durable, so a retry c
 duplicate nor leave a gap. Background retries back off from one window up to a second; a flush
 (or ``wait_writable``) retries at once.
 
+After the batch that makes a balanced prefix durable, at the cadence of
+:class:`~trio_agent.store.write_policy.CheckpointCadence`, the writer records a cold-open
+checkpoint of that prefix beside the log (spec/persistence.md §5.1): taken on the appending
+thread when the ``turn/end`` is submitted, written in a worker thread once it is durable. A
+checkpoint that cannot be written is logged and skipped: it only makes a later open longer.
+
 Every one of those decisions is made by :class:`~trio_agent.store.write_policy.WritePolicy`
 (pure, no clock, no I/O); this module only drives it: the writer task sleeps until the
 policy's timer or a wake-up, runs the batch the policy takes in a worker thread and reports
@@ -25,11 +31,21 @@ import os
 from collections.abc import Callable
 from typing import Final
 
+import attrs
 import trio
 
+from ..log import checkpoint as ck
+from ..log.checker import LogChecker
+from .checkpoints import record_checkpoint
 from .errors import PendingLimitExceeded, SessionClosed, WriteFailed
 from .fileops import FileOps, write_all
-from .write_policy import ALWAYS_ADMITTED, MAX_BATCH_BYTES, RETRY_MAX, WritePolicy
+from .write_policy import (
+    ALWAYS_ADMITTED,
+    MAX_BATCH_BYTES,
+    RETRY_MAX,
+    CheckpointCadence,
+    WritePolicy,
+)
 
 __all__ = [
     "ALWAYS_ADMITTED",
@@ -38,6 +54,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "MAX_BATCH_BYTES",
     "RETRY_MAX",
+    "CheckpointTarget",
     "Writer",
 ]
 
@@ -52,6 +69,20 @@ DEFAULT_WINDOW: Final = 0.020
 DEFAULT_SOFT_LIMIT: Final = 4 << 20
 #: Default hard bound: above it only closing events are admitted.
 DEFAULT_HARD_LIMIT: Final = 64 << 20
+
+
+@attrs.frozen
+class CheckpointTarget:
+    """What a writer needs to record its log's checkpoints (spec/persistence.md §5.1)."""
+
+    #: The log file (its checkpoint is the sidecar beside it).
+    log_path: str
+    #: The log's first line as stored (a checkpoint holds its digest).
+    header_line: bytes
+    #: The log's identity (:func:`trio_agent.store.checkpoints.file_identity`).
+    file_id: str
+    #: When checkpoints are due; its ``last`` is the checkpoint the open resumed from.
+    cadence: CheckpointCadence
 
 
 class Writer:
@@ -72,6 +103,7 @@ class Writer:
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
         on_close: Callable[[], None] | None = None,
+        checkpoints: CheckpointTarget | None = None,
     ) -> None:
         self._id = session_id
         self._fd = fd
@@ -85,6 +117,9 @@ class Writer:
         self._progress = trio.Event()  # an attempt ended (flushes look at the policy again)
         self._stopped = trio.Event()
         self._closed = False
+        self._checkpoints = checkpoints
+        self._submitted_length = durable_length  # where the next submitted line will start
+        self._checkpoint: ck.Checkpoint | None = None  # taken, not yet recorded
 
     # -- figures, for tests and benchmarks -----------------------------------------------------
 
@@ -120,7 +155,34 @@ class Writer:
             policy.arm(trio.current_time())
 
     def submit(self, line: bytes) -> None:
+        self._submitted_length += len(line)
         if self._policy.submit(line):
+            self._wake.set()
+
+    @property
+    def checkpoint_due(self) -> bool:
+        """Whether a balanced point ending where the submitted lines end would be recorded."""
+        target = self._checkpoints
+        return target is not None and target.cadence.due(self._submitted_length)
+
+    def balanced(self, checker: LogChecker, line: bytes) -> None:
+        """The session calls this right after submitting a ``turn/end`` (``line``), with the
+        checker that accepted it: take a checkpoint if one is due. The checker's state is
+        copied now, on the appending thread; the sidecar is written once ``line`` is
+        durable."""
+        target = self._checkpoints
+        if target is None or not self.checkpoint_due:
+            return
+        self._checkpoint = ck.take(
+            checker,
+            session=self._id,
+            offset=self._submitted_length,
+            header_line=target.header_line,
+            last_line=line,
+            file_id=target.file_id,
+        )
+        target.cadence.taken(self._submitted_length)
+        if self._checkpoint.offset <= self._durable_length:  # already durable (a cold open's)
             self._wake.set()
 
     async def flush(self) -> None:
@@ -171,6 +233,10 @@ class Writer:
             task_status.started()
             try:
                 while not policy.closing:
+                    checkpoint = self._checkpoint
+                    if checkpoint is not None and checkpoint.offset <= self._durable_length:
+                        await self._record(checkpoint)
+                        continue
                     if policy.due(trio.current_time()):
                         await self._write_batch()
                         continue
@@ -183,6 +249,25 @@ class Writer:
                         await self._wake.wait()
             finally:
                 self._stopped.set()
+
+    async def _record(self, checkpoint: ck.Checkpoint) -> None:
+        """Write ``checkpoint`` beside the log (a worker thread). A failure is logged and
+        dropped: the old checkpoint, or none, stays, and a cold open reads more."""
+        self._checkpoint = None
+        target = self._checkpoints
+        assert target is not None
+
+        def write() -> int:
+            data = ck.encode(checkpoint)
+            record_checkpoint(self._ops, target.log_path, data)
+            return len(data)
+
+        try:
+            size = await trio.to_thread.run_sync(write)
+        except OSError as exc:
+            _log.warning("session %r: checkpoint not recorded (%s)", self._id, exc)
+        else:
+            target.cadence.recorded(size)
 
     async def _drain(self, done: Callable[[], bool]) -> None:
         """Make the writer write now until ``done()``; raise the first failure of an attempt
