@@ -81,6 +81,7 @@ bench: $(STAMP)
 # The file commands on the 286 MB, 1.6 M-event long-session log (bench/README.md).
 bench-big: $(STAMP)
 	$(PY) -m bench files --turns 32000
+	$(PY) -m bench coldopen --turns 8000 32000 --repeat 3
 
 torture: $(STAMP)
 	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests

@@ -13,13 +13,14 @@ Usage: python3 spec/vectors/make_vectors.py   (standard library only; rewrites t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pathlib
 import shutil
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
-FOLDERS = ("valid", "invalid", "unreadable", "repair", "fold", "truncate", "torn")
+FOLDERS = ("valid", "invalid", "unreadable", "repair", "fold", "truncate", "torn", "checkpoint")
 HEADER = {"type": "session", "version": 1, "id": "vec", "createdAt": 1000}
 T0 = 1000  # the event at position n gets time T0 + 10 * n unless a case says otherwise
 
@@ -1858,6 +1859,141 @@ case(
     [ins("next-turn", m("m1")), dict(ts(1), seq=2)],
     {"valid": False, "rule": "I1", "seq": 2, "line": 3},
     torn='{"seq":3,"ti',
+)
+
+
+# -- checkpoint/: cold-open checkpoints (spec/persistence.md §5.1) ----------------------------
+# Not run by `trio-agent conform` (no CLI command reads a sidecar): a port that records
+# checkpoints checks its own take/encode and verify against them. The state in each sidecar
+# is written out by hand below; the digests are facts about the bytes, computed.
+
+CP_FILE_ID = "2049:131077"  # the log's identity as the opener finds it ("<st_dev>:<st_ino>")
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sidecar(body: dict[str, Any]) -> str:
+    """The sidecar line (without its newline) of a checkpoint body: its digest added."""
+    return canonical({**body, "digest": sha(canonical(body))})
+
+
+# Turn 1 asks for and runs c1 (approval p1), and a steer m2 arrives for the next turn before
+# it ends; the checkpoint is taken at its turn/end (seq 0-14). Turn 2 claims m2 and is cut
+# by a crash in the middle of its call c2 (seq 15-21).
+CP_PREFIX = [
+    *opening(1, "m1"),                                           # seq 0-4
+    amsg(1, 1, tc("c1")), asked(1, 1, "p1", "c1"), decided(1, 1, "p1", "allowed"),
+    call(1, 1, "c1"), res(1, 1, "c1"), se(1, 1),                 # seq 5-10
+    ss(1, 2), amsg(1, 2, text("Done.")),                         # seq 11-12
+    ins("next-turn", m("m2")), se(1, 2), te(1),                  # seq 13-15
+]
+CP_TAIL = [
+    ts(2), claim(), ss(2, 1), user(2, 1, m("m2")),               # seq 16-19
+    amsg(2, 1, tc("c2")), call(2, 1, "c2"),                      # seq 20-21
+]
+CP_LOG = render(CP_PREFIX + CP_TAIL)
+CP_PREFIX_LOG = CP_LOG[: 1 + len(CP_PREFIX)]
+CP_OFFSET = sum(len(line.encode("utf-8")) + 1 for line in CP_PREFIX_LOG)
+CP_BODY = {
+    "format": "trio-agent-checkpoint/1",
+    "session": "vec",
+    "offset": CP_OFFSET,
+    "seq": 16,
+    "headerLine": sha(CP_LOG[0] + "\n"),
+    "lastLine": sha(CP_PREFIX_LOG[-1] + "\n"),
+    "fileId": CP_FILE_ID,
+    "lastTurn": 1,
+    "lastStep": 2,
+    "lastTime": T0 + 10 * 15,
+    "callIds": ["c1"],
+    "approvalIds": ["p1"],
+    "inbox": {"next-step": [], "next-turn": [m("m2")]},
+}
+CP_CLOSERS = [
+    full(22, T0 + 10 * 21, placeholder(2, 1, "c2", "TOOL_OUTCOME_UNKNOWN", unknown_text("read_file", "c2"))),
+    full(23, T0 + 10 * 21, se(2, 1)),
+    full(24, T0 + 10 * 21, te(2, "interrupted")),
+]
+
+
+def checkpoint(cid: str, description: str, log: list[str], sidecar_line: str | None,
+               expect: dict[str, Any], file_id: str = CP_FILE_ID) -> None:
+    case(f"checkpoint/{cid}", description, [], expect, raw_log=log, sidecar=sidecar_line,
+         fileId=file_id)
+
+
+checkpoint(
+    "take-after-a-turn",
+    "The checkpoint a writer records at turn 1's turn/end: the state that outlives a turn (next "
+    "seq 16, last turn 1 and its last step 2, the last time, the call and approval ids, the steer "
+    "m2 waiting in next-turn), the prefix's length and the digests of its first and last lines. "
+    "A port's take+encode of this log, with this fileId, gives exactly `expect.sidecar`.",
+    CP_PREFIX_LOG, None, {"sidecar": sidecar(CP_BODY)},
+)
+checkpoint(
+    "resume-and-repair",
+    "The log went on after the checkpoint and the process died inside turn 2. The checkpoint "
+    "describes the log as found, so it is used: the checker restored from it, fed only the "
+    "tail (seq 16-21), gives the closers a full scan gives.",
+    CP_LOG, sidecar(CP_BODY), {"used": True, "closers": CP_CLOSERS},
+)
+checkpoint(
+    "missing",
+    "No sidecar: the whole log is read.",
+    CP_LOG, None, {"refused": "missing", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "torn",
+    "The sidecar was cut in the middle of its write (not one JSON object): refused, full scan.",
+    CP_LOG, sidecar(CP_BODY)[:97], {"refused": "torn", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "digest-mismatch",
+    "One value changed after the digest was computed (lastTurn 1 -> 2): torn, not trusted.",
+    CP_LOG, sidecar(CP_BODY).replace('"lastTurn":1', '"lastTurn":2'),
+    {"refused": "torn", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "unsupported-format",
+    "An intact checkpoint of another format version: refused as unsupported.",
+    CP_LOG, sidecar({**CP_BODY, "format": "trio-agent-checkpoint/2"}),
+    {"refused": "unsupported", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "truncated",
+    "The log was cut back below the checkpoint's offset (to the end of turn 1's first step): "
+    "refused as truncated, full scan.",
+    CP_LOG[: 1 + 11], sidecar(CP_BODY),
+    {"refused": "truncated",
+     "closers": [full(11, T0 + 10 * 10, te(1, "interrupted"))]},
+)
+checkpoint(
+    "copied",
+    "The session directory was copied with its sidecar: the log is another file now (another "
+    "fileId), so the checkpoint may describe another history; refused as copied.",
+    CP_LOG, sidecar(CP_BODY), {"refused": "copied", "closers": CP_CLOSERS},
+    file_id="2049:999999",
+)
+CP_REWRITTEN = [*CP_LOG]
+CP_REWRITTEN[len(CP_PREFIX)] = CP_REWRITTEN[len(CP_PREFIX)].replace('"time":1150', '"time":1151')
+checkpoint(
+    "mismatched-last-line",
+    "The log was rewritten: the line ending at the checkpoint's offset is the same length but "
+    "not the same bytes (its time differs by 1 ms). Refused as mismatched.",
+    CP_REWRITTEN, sidecar(CP_BODY), {"refused": "mismatched", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "mismatched-header",
+    "Another session's log of the same length in this one's place (its header names session "
+    "vex): the header line's digest differs. Refused as mismatched.",
+    [CP_LOG[0].replace('"vec"', '"vex"'), *CP_LOG[1:]], sidecar(CP_BODY),
+    {"refused": "mismatched", "closers": CP_CLOSERS},
 )
 
 

@@ -29,6 +29,7 @@ from trio_agent.log import (
     LogViolation,
     UnreadableLineError,
     check_events,
+    checkpoint as ck,
     decode_event,
     decode_header,
     event_to_json,
@@ -128,6 +129,8 @@ def test_vector(cid: str) -> None:
     expect = vector["expect"]
     if "store" in expect:  # first: it applies whatever the strict reading says
         check_store(vector, expect["store"])
+    if cid.startswith("checkpoint/"):
+        check_checkpoint(vector, expect)
     reading = read(vector)
     if expect.get("unreadable"):
         assert reading.unreadable == expect["line"]
@@ -194,6 +197,53 @@ def check_store(vector: dict[str, Any], expect: dict[str, Any]) -> None:
     if "closers" in expect:
         closers = repair_closers(scan.checker)
         assert closers_json(closers) == canonical(expect["closers"])
+
+
+def _line_ending_at(data: bytes, offset: int) -> bytes:
+    if offset > len(data) or not data[:offset].endswith(b"\n"):
+        return b""
+    return data[data.rfind(b"\n", 0, offset - 1) + 1 : offset]
+
+
+def check_checkpoint(vector: dict[str, Any], expect: dict[str, Any]) -> None:
+    """spec/persistence.md §5.1: the sidecar a writer records for a log (``sidecar``), and
+    whether a cold open uses a given one (``used``, with the closers of the tail replayed
+    from it) or refuses it, and why (``refused``)."""
+    data = file_bytes(vector)
+    header_line = data[: data.index(b"\n") + 1]
+    events = read(vector).events
+    if "sidecar" in expect:
+        checker = LogChecker()
+        checker.feed_all(events)
+        taken = ck.take(
+            checker,
+            session=decode_header(header_line[:-1]).id,
+            offset=len(data),
+            header_line=header_line,
+            last_line=_line_ending_at(data, len(data)),
+            file_id=vector["fileId"],
+        )
+        assert ck.encode(taken) == expect["sidecar"].encode() + b"\n"
+        return
+    if vector["sidecar"] is None:
+        assert expect["refused"] == ck.MISSING
+        return
+    try:
+        cp = ck.decode(vector["sidecar"].encode() + b"\n")
+        ck.verify(
+            cp,
+            size=len(data),
+            header_line=header_line,
+            last_line=_line_ending_at(data, cp.offset),
+            file_id=vector["fileId"],
+        )
+    except ck.CheckpointRefused as refused:
+        assert refused.reason == expect["refused"], refused.detail
+        return
+    assert expect.get("used") is True, "the checkpoint was used"
+    resumed = ck.restore(cp)
+    resumed.feed_all(events[cp.seq :])
+    assert closers_json(repair_closers(resumed)) == canonical(expect["closers"])
 
 
 # -- properties every vector must have -------------------------------------------------------
@@ -330,7 +380,16 @@ def _of_rule(rule: str) -> Callable[[dict[str, Any]], bool]:
 
 def test_every_folder_has_vectors() -> None:
     folders = {cid.split("/")[0] for cid in VECTORS}
-    assert folders == {"valid", "invalid", "unreadable", "repair", "fold", "truncate", "torn"}
+    assert folders == {
+        "valid",
+        "invalid",
+        "unreadable",
+        "repair",
+        "fold",
+        "truncate",
+        "torn",
+        "checkpoint",
+    }
     rules = {VECTORS[cid]["expect"]["rule"] for cid in ids(lambda v: "rule" in v["expect"])}
     per_rule = {r: len(ids(_of_rule(r))) for r in rules}
     assert all(per_rule.get(f"I{k}", 0) >= 2 for k in range(20)), per_rule

@@ -9,6 +9,7 @@ fencing for PostgreSQL) is tested in test_jsonl.py and test_postgres.py.
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -466,3 +467,67 @@ async def test_crashed_writer_is_repaired_once(any_store: StoreKit) -> None:
         assert any_store.durable("s1") == lines(seen)
     finally:
         child.kill()
+
+
+# -- cold-open checkpoints (spec/persistence.md §5.1, §10.1) ----------------------------------
+
+
+async def _long_session(kit: StoreKit, sid: str, turns: int) -> list[Event]:
+    """A closed session of ``turns`` whole turns, recorded with small checkpoints, and then
+    a turn cut short (the open repairs it)."""
+    async with kit.make(checkpoint_every=1500, clock=Clock()) as store:
+        s = await store.create(sid)
+        for turn in range(1, turns + 1):
+            s.append("turn/start", {"turn": turn})
+            s.append("step/start", {"turn": turn, "step": 1})
+            for i in range(4):
+                chunk = {"type": "text-delta", "text": f"turn {turn} chunk {i} " * 3}
+                s.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk})
+            s.append("step/end", {"turn": turn, "step": 1})
+            s.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        s.append("turn/start", {"turn": turns + 1})
+        await s.flush()
+        events = list(s.events)
+        await s.aclose()
+    return events
+
+
+async def _reopen(
+    kit: StoreKit, sid: str, caplog: pytest.LogCaptureFixture, every: int | None = 1500
+) -> tuple[list[Event], str]:
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="trio_agent.store"):
+        async with kit.make(checkpoint_every=every) as store:
+            s = await store.open(sid)
+            events = list(s.events)
+            await s.aclose()
+    return events, caplog.text
+
+
+async def test_a_long_session_reopens_from_its_checkpoint_as_from_every_event(
+    any_store: StoreKit, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _long_session(any_store, "a", 30)
+    await _long_session(any_store, "b", 30)
+    resumed, said = await _reopen(any_store, "a", caplog)
+    assert "resumed from the checkpoint" in said
+    scanned, said = await _reopen(any_store, "b", caplog, every=None)
+    assert "checkpoint" not in said
+    assert lines(resumed) == lines(scanned)  # the same events, closers included
+    assert any_store.durable("a") == any_store.durable("b")
+    again, said = await _reopen(any_store, "a", caplog)
+    assert "resumed from the checkpoint" in said and again == resumed
+
+
+async def test_a_checkpoint_whose_last_line_was_rewritten_means_reading_every_event(
+    any_store: StoreKit, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _long_session(any_store, "a", 30)
+    turn_ends = [i for i, line in enumerate(any_store.durable("a")) if b'"turn/end"' in line]
+    for index in turn_ends:  # the same events, other bytes: every checkpoint's line changes
+        line = any_store.durable("a")[index]
+        any_store.overwrite("a", index, line.replace(b'{"seq":', b'{ "seq":', 1))
+    events, said = await _reopen(any_store, "a", caplog)
+    assert "resumed" not in said and "checkpoint not used (mismatched:" in said
+    assert events[-1].data["reason"]["kind"] == "interrupted"
+    assert check_events(events).balanced

@@ -34,9 +34,11 @@ import attrs
 import psycopg
 import trio
 
+from ..log import checkpoint as ck
 from ..log.codec import decode_header, encode_event, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
+from ..log.scan import Resume
 from .errors import (
     LeaseHeld,
     LiveTurnOpen,
@@ -51,9 +53,24 @@ from .errors import (
 from .fileops import FileOps
 from .ids import check_id
 from .lifecycle import SessionNursery, StoreLifecycle
-from .recovery import DEFAULT_REAPER, ColdOpen, ColdScan, Reaper, cold_scan, complete
+from .recovery import (
+    DEFAULT_REAPER,
+    ColdOpen,
+    ColdScan,
+    Reaper,
+    cold_scan,
+    cold_scan_lines,
+    complete,
+)
 from .session import Clock, Session, wall_clock_ms
-from .writer import DEFAULT_HARD_LIMIT, DEFAULT_SOFT_LIMIT, DEFAULT_WINDOW, Writer
+from .write_policy import CHECKPOINT_EVERY, CheckpointCadence
+from .writer import (
+    DEFAULT_HARD_LIMIT,
+    DEFAULT_SOFT_LIMIT,
+    DEFAULT_WINDOW,
+    CheckpointTarget,
+    Writer,
+)
 
 __all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore", "StoredLog"]
 
@@ -82,6 +99,11 @@ CREATE TABLE IF NOT EXISTS trio_agent_event (
     seq bigint NOT NULL CHECK (seq >= 0),
     line bytea NOT NULL,
     PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS trio_agent_checkpoint (
+    session_id text PRIMARY KEY REFERENCES trio_agent_session (session_id) ON DELETE CASCADE,
+    seq bigint NOT NULL,
+    body bytea NOT NULL
 );
 """
 _SCHEMA_LOCK: Final = 0x7472696F6167  # "trioag": the advisory lock serializing SCHEMA
@@ -204,16 +226,21 @@ class PgWriter(Writer):
         soft_limit: int,
         hard_limit: int,
         on_close: Callable[[], None],
+        length: int = 0,
+        checkpoints: CheckpointTarget | None = None,
     ) -> None:
+        """``length`` is the log's length as a JSONL file would hold it (the header line and
+        every event line, newlines included): the checkpoints' offsets count in it."""
         super().__init__(
             session_id,
             -1,
-            0,
+            length,
             ops=FileOps(),
             window=window,
             soft_limit=soft_limit,
             hard_limit=hard_limit,
             on_close=on_close,
+            checkpoints=checkpoints,
         )
         self._conn = conn
         self._token = token
@@ -315,6 +342,29 @@ class PgWriter(Writer):
             raise _unavailable(exc) from exc
         self._uncertain = False
         self._next_seq += len(lines)
+        self._durable_length += len(data)
+
+    def _store_checkpoint(self, checkpoint: ck.Checkpoint) -> int:
+        """The checkpoint as the session's row of ``trio_agent_checkpoint``, in a transaction
+        fenced like a batch (spec/persistence.md §10.1). Raises ``OSError``."""
+        if self.fenced is not None:
+            raise _Fenced(self.fenced)
+        data = ck.encode(checkpoint)
+        try:
+            with self._conn.transaction() as cur:
+                _fence(cur, self._id, self._token)
+                cur.execute(
+                    "INSERT INTO trio_agent_checkpoint (session_id, seq, body) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (session_id) "
+                    "DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body",
+                    (self._id, checkpoint.seq, data),
+                )
+        except _Fenced as exc:
+            self._mark_fenced(exc.error)
+            raise
+        except psycopg.Error as exc:
+            raise _unavailable(exc) from exc
+        return len(data)
 
     async def aclose(self) -> None:
         try:
@@ -392,7 +442,9 @@ class PostgresStore(StoreLifecycle):
     ``dsn`` is any libpq connection string or URI. ``lease`` is the lease length in seconds
     (renewed every ``lease / 3``); ``owner`` names this store's writers in ``SessionLocked``
     and ``SessionFenced`` messages (default ``host:pid:random``). ``clock``, ``window``,
-    ``soft_limit``, ``hard_limit`` and ``reap_orphans`` are as for ``JsonlStore``.
+    ``soft_limit``, ``hard_limit``, ``reap_orphans`` and ``checkpoint_every`` are as for
+    ``JsonlStore``; the checkpoint is a row of ``trio_agent_checkpoint`` (spec/persistence.md
+    §10.1).
     """
 
     def __init__(
@@ -406,6 +458,7 @@ class PostgresStore(StoreLifecycle):
         soft_limit: int = DEFAULT_SOFT_LIMIT,
         hard_limit: int = DEFAULT_HARD_LIMIT,
         reap_orphans: Reaper | None = DEFAULT_REAPER,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
     ) -> None:
         if not lease > 0:
             raise ValueError("the lease must be > 0 seconds")
@@ -413,6 +466,9 @@ class PostgresStore(StoreLifecycle):
             raise ValueError("the batching window must be >= 0 seconds")
         if not 0 < soft_limit <= hard_limit:
             raise ValueError("need 0 < soft_limit <= hard_limit")
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be >= 1 byte, or None")
+        self._checkpoint_every = checkpoint_every
         self.dsn = dsn
         self.lease = float(lease)
         self.owner = owner if owner is not None else default_owner()
@@ -490,7 +546,7 @@ class PostgresStore(StoreLifecycle):
         except BaseException:
             conn.close_now()
             raise
-        return await self._go_live(nursery, session_id, conn, token, None)
+        return await self._go_live(nursery, session_id, conn, token, None, line + b"\n", 0)
 
     async def open(self, session_id: str) -> Session:
         """Take the lease over (if it is free or expired), repair, return the session live.
@@ -506,7 +562,7 @@ class PostgresStore(StoreLifecycle):
         conn = _Conn(self.dsn)
         try:
             token = await trio.to_thread.run_sync(self._take_lease, conn, session_id)
-            scan = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
+            scan, header_line = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
             kept = len(scan.events)
 
             async def append(closers: list[Event]) -> int:
@@ -520,7 +576,9 @@ class PostgresStore(StoreLifecycle):
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(conn.close_now)
             raise
-        return await self._go_live(nursery, session_id, conn, token, cold)
+        # The log's length as a file would hold it: what checkpoint offsets count in.
+        length = scan.keep + sum(len(encode_event(e)) for e in cold.closers)
+        return await self._go_live(nursery, session_id, conn, token, cold, header_line, length)
 
     def _take_lease(self, conn: _Conn, session_id: str) -> int:
         """The atomic takeover: one ``UPDATE`` whose condition is "free or expired".
@@ -552,15 +610,35 @@ class PostgresStore(StoreLifecycle):
             raise SessionNotFound(session_id)
         raise LeaseHeld(session_id, held[0], _fmt_time(held[1]))
 
-    def _read_scan(self, conn: _Conn, session_id: str) -> ColdScan:
+    def _read_scan(self, conn: _Conn, session_id: str) -> tuple[ColdScan, bytes]:
+        """Read the session for a cold open: from its checkpoint when one holds
+        (spec/persistence.md §10.1), else every row; with the header line as stored."""
+        where = self._where(session_id)
         try:
             with conn.transaction() as cur:
-                data = _read_log(cur, session_id, self._where(session_id))
+                found = None
+                if self._checkpoint_every is not None:
+                    found = _find_checkpoint(cur, session_id)
+                    if found.checkpoint is not None:
+                        resumed = _resume_rows(cur, session_id, where, found.checkpoint)
+                        return resumed, found.header_line
+                data = _read_log(cur, session_id, where)
         except OSError as exc:
             raise StoreError(f"session {session_id!r}: read failed ({exc})") from exc
         if data is None:
             raise SessionNotFound(session_id)
-        return _scan_rows(data, self._where(session_id), session_id)
+        scan = _scan_rows(data, where, session_id)
+        header_line = data[: data.index(b"\n") + 1]
+        if found is None:
+            return scan, header_line
+        if found.reason != ck.MISSING:
+            _log.warning(
+                "%s: checkpoint not used (%s: %s); every row was read",
+                where,
+                found.reason,
+                found.detail,
+            )
+        return attrs.evolve(scan, checkpoint=found.reason), header_line
 
     def _write_closers(
         self, conn: _Conn, session_id: str, token: int, keep: int, closers: list[Event]
@@ -591,6 +669,8 @@ class PostgresStore(StoreLifecycle):
         conn: _Conn,
         token: int,
         cold: ColdOpen | None,
+        header_line: bytes,
+        length: int,
     ) -> Session:
         key = (self.dsn, session_id)
         session: Session | None = None
@@ -611,8 +691,12 @@ class PostgresStore(StoreLifecycle):
             soft_limit=self._soft,
             hard_limit=self._hard,
             on_close=on_close,
+            length=length or len(header_line),
+            checkpoints=self._checkpoint_target(session_id, header_line, cold),
         )
         session = self._life.seeded(session_id, writer, self._clock, cold)
+        if cold is not None and cold.checker.open_turn is None and writer.checkpoint_due:
+            writer.balanced(cold.checker, cold.events.line(-1))  # as JsonlStore does
         _LIVE[key] = session
         try:
             await self._life.start_writer(nursery, session, writer.run)
@@ -622,6 +706,20 @@ class PostgresStore(StoreLifecycle):
             raise
         nursery.start_soon(self._renew_loop, writer, renew_scope)
         return session
+
+    def _checkpoint_target(
+        self, session_id: str, header_line: bytes, cold: ColdOpen | None
+    ) -> CheckpointTarget | None:
+        every = self._checkpoint_every
+        if every is None:
+            return None
+        last = 0 if cold is None or cold.resumed_at is None else cold.resumed_at
+        return CheckpointTarget(
+            log_path=self._where(session_id),
+            header_line=header_line,
+            file_id=None,  # rows have no identity beyond the session's: seq and digests tell
+            cadence=CheckpointCadence(every=every, last=last),
+        )
 
     async def _renew_loop(self, writer: PgWriter, scope: trio.CancelScope) -> None:
         """Renew the lease every ``lease / 3`` seconds until the session closes or is fenced.
@@ -770,3 +868,74 @@ def _scan_rows(data: bytes, where: str, session_id: str) -> ColdScan:
     or before it are :class:`SessionCorrupt` and nothing is changed.
     """
     return cold_scan(data, where, session_id)
+
+
+@attrs.frozen
+class _Found:
+    """What looking for a session's checkpoint row found (spec/persistence.md §10.1)."""
+
+    checkpoint: ck.Checkpoint | None
+    reason: str
+    detail: str = ""
+    header_line: bytes = b""
+
+
+def _find_checkpoint(cur: psycopg.Cursor[Any], session_id: str) -> _Found:
+    """The session's checkpoint, verified against its header row and the row it ends at; a
+    missing row there (rows deleted) is ``truncated``, another line there ``mismatched``."""
+    cur.execute("SELECT body, seq FROM trio_agent_checkpoint WHERE session_id = %s", (session_id,))
+    row = cur.fetchone()
+    if row is None:
+        return _Found(None, ck.MISSING)
+    cur.execute("SELECT header FROM trio_agent_session WHERE session_id = %s", (session_id,))
+    header = cur.fetchone()
+    if header is None:
+        return _Found(None, ck.MISSING)
+    header_line = bytes(header[0]) + b"\n"
+    try:
+        cp = ck.decode(bytes(row[0]))
+        if cp.seq != row[1]:
+            raise ck.CheckpointRefused(ck.TORN, f"row seq {row[1]}, checkpoint seq {cp.seq}")
+        last_line = header_line
+        if cp.seq > 0:
+            cur.execute(
+                "SELECT line FROM trio_agent_event WHERE session_id = %s AND seq = %s",
+                (session_id, cp.seq - 1),
+            )
+            at = cur.fetchone()
+            last_line = b"" if at is None else bytes(at[0]) + b"\n"
+        ck.verify(
+            cp,
+            size=cp.offset if last_line else -1,
+            header_line=header_line,
+            last_line=last_line,
+            file_id=None,
+        )
+    except ck.CheckpointRefused as refused:
+        return _Found(None, refused.reason, refused.detail, header_line)
+    return _Found(cp, "used", "", header_line)
+
+
+def _resume_rows(
+    cur: psycopg.Cursor[Any], session_id: str, where: str, cp: ck.Checkpoint
+) -> ColdScan:
+    """A cold scan from the verified checkpoint ``cp``: the rows before it are read and held
+    unchecked (a session's events are in memory, so reading one never waits for the
+    database), the rows from it on are checked as a file's tail."""
+    cur.execute("SELECT header FROM trio_agent_session WHERE session_id = %s", (session_id,))
+    header_row = cur.fetchone()
+    assert header_row is not None  # verified in the same transaction
+    header = decode_header(bytes(header_row[0]))
+    prefix: list[bytes] = []
+    tail: list[bytes] = []
+    cur.execute(
+        "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (session_id,)
+    )
+    for i, (seq, line) in enumerate(cur):
+        if seq != i:  # a gap: rows were deleted behind the store's back
+            raise SessionCorrupt(where, None, i, None, f"row seq {seq} follows seq {i - 1}")
+        (prefix if i < cp.seq else tail).append(bytes(line) + b"\n")
+    resume = Resume(header, ck.restore(cp), cp.offset)
+    scan = cold_scan_lines(tail, where, session_id, resume=resume, prefix=prefix)
+    _log.info("%s: resumed from the checkpoint at seq %d", where, cp.seq)
+    return attrs.evolve(scan, checkpoint="used", resumed_at=cp.offset)

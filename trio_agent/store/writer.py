@@ -75,12 +75,14 @@ DEFAULT_HARD_LIMIT: Final = 64 << 20
 class CheckpointTarget:
     """What a writer needs to record its log's checkpoints (spec/persistence.md §5.1)."""
 
-    #: The log file (its checkpoint is the sidecar beside it).
+    #: The log file, its checkpoint the sidecar beside it (the database store, which keeps
+    #: it in a row, names the session here, for messages).
     log_path: str
     #: The log's first line as stored (a checkpoint holds its digest).
     header_line: bytes
-    #: The log's identity (:func:`trio_agent.store.checkpoints.file_identity`).
-    file_id: str
+    #: The log's identity (:func:`trio_agent.store.checkpoints.file_identity`); ``None``
+    #: where rows have no identity beyond their session's (the database store).
+    file_id: str | None
     #: When checkpoints are due; its ``last`` is the checkpoint the open resumed from.
     cadence: CheckpointCadence
 
@@ -256,18 +258,21 @@ class Writer:
         self._checkpoint = None
         target = self._checkpoints
         assert target is not None
-
-        def write() -> int:
-            data = ck.encode(checkpoint)
-            record_checkpoint(self._ops, target.log_path, data)
-            return len(data)
-
         try:
-            size = await trio.to_thread.run_sync(write)
+            size = await trio.to_thread.run_sync(self._store_checkpoint, checkpoint)
         except OSError as exc:
             _log.warning("session %r: checkpoint not recorded (%s)", self._id, exc)
         else:
             target.cadence.recorded(size)
+
+    def _store_checkpoint(self, checkpoint: ck.Checkpoint) -> int:
+        """Make ``checkpoint`` durable beside the log (a worker thread); its size in bytes.
+        Here: the sidecar file (:func:`~trio_agent.store.checkpoints.record_checkpoint`)."""
+        target = self._checkpoints
+        assert target is not None
+        data = ck.encode(checkpoint)
+        record_checkpoint(self._ops, target.log_path, data)
+        return len(data)
 
     async def _drain(self, done: Callable[[], bool]) -> None:
         """Make the writer write now until ``done()``; raise the first failure of an attempt

@@ -1,0 +1,171 @@
+"""A cold open from a checkpoint beside a full scan and ``check``, at several log sizes, in
+one run (spec/persistence.md §5.1).
+
+``python -m bench coldopen`` (``--turns 8000 32000``; ``make bench-big`` runs these). For
+each size the log (bench/biglog.py, last turn open: a crashed session) is generated into a
+temporary directory, and each contender runs in its own subprocess (CPU = user + sys and
+peak RSS from that child's ``wait4``), round-robin:
+
+* ``trio-agent check`` of the log (the reference: it reads everything);
+* cold open, full scan: ``JsonlStore(checkpoint_every=None).open`` of a fresh copy;
+* cold open, checkpoint: ``JsonlStore.open`` of a fresh copy whose sidecar is the checkpoint
+  the writer would have recorded last: at the last ``turn/end`` at least ``--tail`` bytes
+  (default: the default ``checkpoint_every``, 4 MiB) before the end, so the open reads
+  about that much plus the open turn. The sidecar is made before the timed run (by the same
+  pure ``take`` the writer calls) and is not part of its cost.
+
+Each open holds the live session (repaired: it appends the closers) and prints its event
+count, so the three agree on the log they read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from trio_agent.log import checkpoint as ck
+from trio_agent.log.scan import scan_lines
+from trio_agent.store.checkpoints import file_identity, record_checkpoint, sidecar_of
+from trio_agent.store.fileops import FileOps
+from trio_agent.store.write_policy import CHECKPOINT_EVERY
+
+from .bench_files import Usage, run_child
+from .biglog import make_log
+
+_OPEN = """
+import sys, trio
+from trio_agent.store import JsonlStore
+
+async def main():
+    every = None if sys.argv[3] == "off" else 4 << 20
+    async with JsonlStore(sys.argv[1], reap_orphans=None, checkpoint_every=every) as store:
+        session = await store.open(sys.argv[2])
+        print(len(session.events), session.open_turn)
+
+trio.run(main)
+"""
+
+
+def write_checkpoint(log: Path, tail: int) -> int:
+    """Record beside ``log`` the checkpoint of its last balanced prefix ending at least
+    ``tail`` bytes before its end; returns that prefix's length. Streamed, two passes."""
+    size = log.stat().st_size
+    end = 0
+    last = b""
+    with log.open("rb") as f:
+        header = f.readline()
+        offset = len(header)
+        for line in f:
+            if offset + len(line) > size - tail:
+                break
+            offset += len(line)
+            if b'"type":"turn/end"' in line:
+                end, last = offset, line
+    with log.open("rb") as f:
+        scan = scan_lines(_upto(f, end))
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        file_id = file_identity(fd)
+    finally:
+        os.close(fd)
+    cp = ck.take(
+        scan.checker,
+        session=scan.header.id,
+        offset=end,
+        header_line=header,
+        last_line=last,
+        file_id=file_id,
+    )
+    record_checkpoint(FileOps(), log, ck.encode(cp))
+    return end
+
+
+def _upto(lines: Iterable[bytes], end: int) -> Iterator[bytes]:
+    at = 0
+    for line in lines:
+        if at >= end:
+            return
+        at += len(line)
+        yield line
+
+
+def _prepare(log: Path, tail: int) -> int:
+    """:func:`write_checkpoint` in a child process: a child's peak RSS counts from what its
+    parent held when it forked, so the parent never holds a log's worth of anything."""
+    code = "import sys; from bench.bench_coldopen import write_checkpoint as w; "
+    code += "print(w(__import__('pathlib').Path(sys.argv[1]), int(sys.argv[2])))"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(log), str(tail)], check=True, capture_output=True
+    )
+    return int(out.stdout)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench coldopen")
+    parser.add_argument("--turns", type=int, nargs="+", default=[2000, 8000])
+    parser.add_argument("--tail", type=int, default=CHECKPOINT_EVERY)
+    parser.add_argument("--repeat", type=int, default=1, help="best of N for each contender")
+    args = parser.parse_args(argv if argv is not None else [])
+    py = sys.executable
+    rows: list[tuple[int, int, dict[str, Usage]]] = []
+    for turns in args.turns:
+        tmp = Path(tempfile.mkdtemp(prefix="trio-agent-bench-"))
+        try:
+            log = tmp / "session.jsonl"
+            size, events = make_log(log, turns)
+            store = tmp / "store"
+            (store / "bench").mkdir(parents=True)
+            copy = store / "bench" / "session.jsonl"
+            contenders = {
+                "trio-agent check": [py, "-m", "trio_agent", "check", str(log)],
+                "cold open, full scan": [py, "-c", _OPEN, str(store), "bench", "off"],
+                "cold open, checkpoint": [py, "-c", _OPEN, str(store), "bench", "on"],
+            }
+            best: dict[str, Usage] = {}
+            for _ in range(args.repeat):
+                for name, command in contenders.items():
+                    if name.startswith("cold open"):
+                        for old in copy.parent.iterdir():
+                            old.unlink()
+                        shutil.copyfile(log, copy)  # a fresh cold copy for every run
+                        if name.endswith("checkpoint"):
+                            resumed = _prepare(copy, args.tail)
+                    usage = run_child(command)
+                    if name not in best or usage.cpu < best[name].cpu:
+                        best[name] = usage
+            rows.append((size, events, best))
+            sidecar = sidecar_of(copy).stat().st_size
+            print(
+                f"log {size / 1e6:6.0f} MB, {events:,} events; the checkpoint's prefix ends "
+                f"{(size - resumed) / 2**20:.1f} MiB before the end; it takes {sidecar:,} bytes"
+            )
+            check = best["trio-agent check"]
+            for name, usage in best.items():
+                status = "" if usage.exit == 0 else f"  EXIT {usage.exit}"
+                print(
+                    f"  {name:24} cpu {usage.cpu:6.2f} s  {usage.cpu / check.cpu:5.2f}x check  "
+                    f"peak rss {usage.rss_mb:7.1f} MB ({usage.rss_mb * 2**20 / size:4.2f}x file)"
+                    f"{status}"
+                )
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if len(rows) > 1:
+        small, large = rows[0], rows[-1]
+        grow = large[0] / small[0]
+        for name in ("cold open, full scan", "cold open, checkpoint"):
+            cpu = large[2][name].cpu / small[2][name].cpu
+            rss = large[2][name].rss_mb / small[2][name].rss_mb
+            print(
+                f"{name}: log x{grow:.1f} -> cpu x{cpu:.2f}, peak rss x{rss:.2f} "
+                "(flat: x1.00; target: checkpoint <= 0.1x check and <= 100 MB)"
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
