@@ -31,7 +31,6 @@ from ..log.events import Event, Header
 from ..log.lines import EventLines
 from ..log.repair import Orphan, Reaping, repair_closers
 from ..log.scan import Resume, lines_of, scan_lines
-from ..procs.orphans import reap_orphans
 from .checkpoints import find_checkpoint
 from .errors import LiveTurnOpen, SessionCorrupt, UnsupportedFormat, WriteFailed
 from .fileops import FileOps, reading_lines, write_all
@@ -44,8 +43,19 @@ _log = logging.getLogger("trio_agent.store")
 #: found of each call (recovery.md R5) and the recovering host's boot id. Stores use
 #: :func:`trio_agent.procs.reap_orphans` unless their opener passes another, or ``None``.
 Reaper = Callable[[list[Orphan]], Awaitable[Reaping]]
+
+
+async def _default_reaper(orphans: list[Orphan]) -> Reaping:
+    """:func:`trio_agent.procs.reap_orphans`, imported when a crash left calls to look for:
+    most cold opens have none, and the process census it brings costs every open's start-up
+    (a checkpointed open of a long log is mostly start-up, bench/bench_coldopen.py)."""
+    from ..procs.orphans import reap_orphans
+
+    return await reap_orphans(orphans)
+
+
 #: The reaper every store uses unless its opener opts out with ``reap_orphans=None``.
-DEFAULT_REAPER: Final[Reaper] = reap_orphans
+DEFAULT_REAPER: Final[Reaper] = _default_reaper
 
 
 @attrs.frozen

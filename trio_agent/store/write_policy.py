@@ -230,7 +230,7 @@ class WritePolicy:
 
 
 #: Least bytes of log between two cold-open checkpoints (spec/persistence.md §5.1).
-CHECKPOINT_EVERY: Final = 4 << 20
+CHECKPOINT_EVERY: Final = 2 << 20
 #: And at least this many times the last checkpoint's own size, so that recording them never
 #: costs more than a quarter of the bytes the log itself takes.
 CHECKPOINT_SPACING: Final = 4
