@@ -696,7 +696,8 @@ _CANCEL_TRAP: Final = {"kind": "cancel", **_HIT}
 #: example.
 RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
     (
-        "K1, K14, K16, K17, K21: a sleep and a job finish, the next turn follows",
+        "K1, K9, K14, K15, K16, K17, K21: a sleep, then a job (a group of its own), finish; "
+        "the next turn follows",
         (
             ("begin", {"plan": ["pair"]}),
             ("followup", {}),
@@ -713,7 +714,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K3, K5, K19: a second cancel of a cancelled controller misses; an idle cancel",
+        "K3, K4, K5, K19: a second cancel of a cancelled controller misses; an idle cancel; "
+        "the events name the first cause",
         (
             ("begin", {"plan": ["talk"]}),
             ("followup", {}),
