@@ -635,6 +635,65 @@ def _plant_shutdown_drops_queue(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(agent_module.Agent, "_begin_shutdown", _begin_shutdown_dropping)
 
 
+# -- 32: tool bodies run outside the turn's cancel scope (K6) -----------------------------------
+
+
+def _plant_bodies_outside_scope(mp: pytest.MonkeyPatch) -> None:
+    real = scheduler_module.ToolStep._body
+
+    async def body(self: scheduler_module.ToolStep, slot: Any) -> None:
+        # BUG: the body runs under no cancel of the turn (a port starting it with a fresh,
+        # never-cancelled context), so a cancel waits until the body ends on its own (K6)
+        with trio.CancelScope(shield=True):
+            await real(self, slot)
+
+    mp.setattr(scheduler_module.ToolStep, "_body", body)
+
+
+# -- 33: calls never dispatched are left unanswered (K16) ----------------------------------------
+
+
+def _answer_dispatched_only(self: scheduler_module.ToolStep) -> None:
+    """ToolStep._answer_rest, except a call that never got its tool/call gets no result."""
+    cancelled = self.controller.cancel_called
+    for slot in self._slots:
+        if slot.result is not None or not slot.dispatched:
+            continue  # BUG: K16 answers every requested call, dispatched or not
+        name = slot.block["name"]
+        if cancelled:
+            result = self._aborted(slot)
+        else:
+            result = self._failed(slot, scheduler_module.LOST_TEXT.format(name=name))
+        self._settle(slot, result)
+
+
+def _plant_undispatched_unanswered(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_answer_rest", _answer_dispatched_only)
+
+
+# -- 34: the batching window never expires (persistence.md §2) ----------------------------------
+
+
+def _due_only_when_asked(self: WritePolicy, now: float) -> bool:
+    """WritePolicy.due, except an expired window does not make the queue due: the writer
+    writes when a flush waits or too much is pending (a retry still waits for its back-off)."""
+    if not self.queue:
+        return False
+    if self.paused:
+        return self.deadline is not None and now >= self.deadline
+    return self.pending_bytes >= self.soft_limit or self.flushers > 0  # BUG: no `expired`
+
+
+def _timer_only_for_retries(self: WritePolicy) -> float | None:
+    """WritePolicy.timer, except the writer sets no timer for a window (only for a retry)."""
+    return self.deadline if self.queue and self.paused else None
+
+
+def _plant_window_never_expires(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(WritePolicy, "due", _due_only_when_asked)
+    mp.setattr(WritePolicy, "timer", property(_timer_only_for_retries))
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -831,5 +890,26 @@ BUGS = [
         "(K23)",
         _plant_idle_before_checkpoint,
         r"K13: the agent reported idle after turn \d+'s turn/end",
+    ),
+    Bug(
+        "bodies-outside-cancel-scope",
+        "tool bodies run shielded from the turn's cancel, so a cancelled turn waits for its "
+        "running body to end on its own (K6)",
+        _plant_bodies_outside_scope,
+        r"was cancelled but has not ended|the world did not shut down",
+    ),
+    Bug(
+        "undispatched-calls-unanswered",
+        "when a step stops early, calls that never got their tool/call are left without a "
+        "result (K16)",
+        _plant_undispatched_unanswered,
+        r"I16",
+    ),
+    Bug(
+        "window-never-expires",
+        "the writer writes only when a flush asks (or too much is pending): a queued line's "
+        "batching window never makes it due (persistence.md §2)",
+        _plant_window_never_expires,
+        r"persistence.md §2: \d+ events stamped before",
     ),
 ]
