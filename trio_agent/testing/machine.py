@@ -717,8 +717,7 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K3, K4, K5, K19: a second cancel of a cancelled controller misses; an idle cancel; "
-        "the events name the first cause",
+        "K3, K5, K19: a second cancel of a cancelled controller misses; an idle cancel",
         (
             ("begin", {"plan": ["talk"]}),
             ("followup", {}),
@@ -729,7 +728,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K5, K8: keep_inbox keeps the queue; a steer after the abort goes next-turn",
+        "K4, K5, K8: keep_inbox keeps the queue; a steer after the abort goes next-turn; the "
+        "aborted turn names the cancel's cause",
         (
             ("begin", {"plan": ["talk"]}),
             ("followup", {}),
