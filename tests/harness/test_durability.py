@@ -1,6 +1,6 @@
-"""DerivedDurability: what the journal proves durable, and when (K13, K17), on hand-written
-journals: each rule accepts the order the spec gives and refuses the order a skipped or
-failed flush gives."""
+"""DerivedDurability: what the journal proves durable, and when (K13, K17, persistence.md §2),
+on hand-written journals: each rule accepts the order the spec gives and refuses the order a
+skipped or failed flush, or a batching window that did not expire, gives."""
 
 from __future__ import annotations
 
@@ -111,3 +111,42 @@ def test_the_file_is_held_to_the_journals_account() -> None:
         derived.check_live(7)
     with pytest.raises(HarnessViolation, match="only 5 survived"):
         derived.check_crash(5)
+
+
+def at(seq: int, time: int) -> Entry:
+    return {"k": "event", "event": {"seq": seq, "time": time, "type": "x", "data": {}}}
+
+
+def test_a_line_is_written_once_its_window_expired() -> None:
+    """persistence.md §2: at the end of a settle, every event stamped before the clock's
+    reading is on disk; the events of the current reading may wait for their window."""
+    derived = fed([at(0, 0), at(1, 0)])
+    derived.check_window(0)  # their window (20 ms) has not expired at 0 ms
+    derived.feed(at(2, 1000))
+    with pytest.raises(
+        HarnessViolation, match=r"persistence.md §2: 2 events stamped before 1000 ms .*seq 0"
+    ):
+        derived.check_window(1000)
+    derived = fed([at(0, 0), at(1, 0), at(2, 1000), write(2)])  # the tick wrote the first two
+    derived.check_window(1000)
+    assert (
+        derived.exercised["persistence.md §2 a line is written once its batching window expired"]
+        == 1
+    )
+    # A window re-armed per line: the chunk of the next tick came first and moved the
+    # deadline, so the first batch waits another tick.
+    with pytest.raises(HarnessViolation, match=r"persistence.md §2: "):
+        fed([at(0, 0), at(1, 1000)]).check_window(1000)
+
+
+def test_a_refused_batch_may_wait_for_its_retry() -> None:
+    """A refused batch is retried within one back-off (at most 1 s): until a tick later the
+    check waits; then it holds again."""
+    derived = fed([at(0, 0), at(1, 1000), write(2, ok=False)])
+    derived.check_window(1000)
+    derived.feed(at(2, 2000))
+    with pytest.raises(HarnessViolation, match=r"persistence.md §2: "):
+        derived.check_window(2000)
+    derived = fed([at(0, 0), write(1)], durable=3)  # the opening's 3 events are on disk
+    derived.check_window(1000)
+    assert derived.written == 4

@@ -385,3 +385,157 @@ def test_the_model_refuses_interrupted_outside_repair() -> None:
     feed(model, [event(ev(9, "step/end", turn=1, step=1))])
     with pytest.raises(ModelViolation, match="outside crash repair"):
         model.apply(event(ev(10, "turn/end", turn=1, reason={"kind": "interrupted"})))
+
+
+def hook(name: str, turn: int, step: int) -> dict[str, Any]:
+    return {"k": "hook", "name": name, "turn": turn, "step": step}
+
+
+def test_every_hook_gets_the_turn_and_step_it_runs_for() -> None:
+    """K9: pre_step gets the step about to start, prompt assembly the open step."""
+    before_step = WAKE[:6]  # the wake, turn/start, the claim: step 1 is about to start
+    feed(ReferenceModel(["talk"]), [*before_step, hook("pre_step", 1, 1), *WAKE[6:]])
+    with pytest.raises(ModelViolation, match="K9: the pre_step hook got turn 1 step 0"):
+        feed(ReferenceModel(["talk"]), [*before_step, hook("pre_step", 1, 0)])
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, hook("assemble_prompt", 1, 1)])
+    with pytest.raises(ModelViolation, match="K9: the assemble_prompt hook got turn 1 step 2"):
+        model.apply(hook("assemble_prompt", 1, 2))
+
+
+def inject_then_followup() -> list[dict[str, Any]]:
+    """An inject while idle (it parks in next-step), then a followup that wakes turn 1."""
+    return [
+        act("inject", "begin", text="a"),
+        event(ev(0, "agent/inbox/spliced", target="next-step", start=0, inserted=[INJECTED])),
+        act("inject", "end", id="m2"),
+        act("followup", "begin", text="go"),
+        event(ev(1, "agent/inbox/spliced", target="next-turn", start=0, inserted=[MSG])),
+        rt("status", status="running"),
+        act("followup", "end", id="m1"),
+        event(ev(2, "turn/start", turn=1)),
+    ]
+
+
+def claim(seq: int, target: str) -> dict[str, Any]:
+    return event(
+        ev(seq, "agent/inbox/spliced", target=target, start=0, removedCount=1, inserted=[])
+    )
+
+
+def test_next_step_input_is_claimed_before_the_turns_message() -> None:
+    """K12: the batch is the next-step messages, then the turn's message."""
+    model = ReferenceModel(["talk"])
+    feed(model, [*inject_then_followup(), claim(3, "next-step"), claim(4, "next-turn")])
+    assert model.exercised["K12 next-step input is claimed before the turn's message"] == 1
+    model = ReferenceModel(["talk"])
+    feed(model, [*inject_then_followup(), claim(3, "next-turn")])
+    with pytest.raises(ModelViolation, match=r"K12: a step claims all of next-step first"):
+        model.apply(claim(4, "next-step"))
+
+
+PAIR_CALLS = [
+    {"type": "tool-call", "id": "call-1-1-1", "name": "sleep", "arguments": {"seconds": 1}},
+    {"type": "tool-call", "id": "call-1-1-2", "name": "job", "arguments": {}},
+]
+
+
+def asked(seq: int, call: str, name: str) -> list[dict[str, Any]]:
+    approval = {"turn": 1, "step": 1, "id": f"approval-{call}"}
+    return [
+        event(ev(seq, "approval/asked", **approval, callId=call, toolName=name)),
+        event(ev(seq + 1, "approval/decided", **approval, outcome="allowed")),
+    ]
+
+
+def test_a_non_parallel_call_waits_for_the_calls_before_it() -> None:
+    """K15: `pair` is a sleep (parallel), then a job (a group of its own)."""
+    stream = [
+        *chunks(
+            5,
+            {"type": "text-delta", "text": "two "},
+            {"type": "text-delta", "text": "things"},
+            *PAIR_CALLS,
+            {"type": "finish", "reason": "tool-calls"},
+        ),
+        message_of(
+            10, {"id": "a-1-1", "content": [{"type": "text", "text": "two things"}, *PAIR_CALLS]}
+        ),
+        *asked(11, "call-1-1-1", "sleep"),
+        event(
+            ev(
+                13,
+                "tool/call",
+                turn=1,
+                step=1,
+                callId="call-1-1-1",
+                name="sleep",
+                arguments={"seconds": 1},
+            )
+        ),
+    ]
+    slept = event(
+        ev(
+            14,
+            "tool/result",
+            turn=1,
+            step=1,
+            callId="call-1-1-1",
+            isError=False,
+            content="slept 1s",
+        )
+    )
+    model = ReferenceModel(["pair"])
+    feed(model, [*WAKE, *stream, slept, *asked(15, "call-1-1-2", "job")])
+    assert model.exercised["K15 a non-parallel call waits for the calls before it"] == 1
+    model = ReferenceModel(["pair"])
+    feed(model, [*WAKE, *stream])
+    with pytest.raises(
+        ModelViolation, match=r"call-1-1-2 \(job\) is prepared while \['call-1-1-1'\]"
+    ):
+        feed(model, asked(14, "call-1-1-2", "job"))
+
+
+def test_runtime_events_name_the_cancels_cause() -> None:
+    """K4: InboxDropped, TurnEnded and TurnPrevented name the cause passed to cancel."""
+    queued = [
+        *WAKE,
+        act("inject", "begin", text="a"),
+        event(ev(5, "agent/inbox/spliced", target="next-step", start=0, inserted=[INJECTED])),
+        act("inject", "end", id="m2"),
+        act("cancel", "begin", cause="parent", keep_inbox=False),
+        event(
+            ev(
+                6,
+                "agent/inbox/spliced",
+                target="next-step",
+                start=0,
+                removedCount=1,
+                inserted=[],
+                outcome="canceled",
+            )
+        ),
+    ]
+    model = ReferenceModel(["talk"])
+    feed(model, queued)
+    with pytest.raises(ModelViolation, match="K4: InboxDropped names the cause 'user'"):
+        model.apply(rt("dropped", target="next-step", ids=["m2"], cause="user"))
+    model = ReferenceModel(["talk"])
+    feed(
+        model,
+        [
+            *queued,
+            rt("dropped", target="next-step", ids=["m2"], cause="parent"),
+            act("cancel", "end", hit=True, turn=1),
+            event(ev(7, "step/end", turn=1, step=1)),
+            event(ev(8, "turn/end", turn=1, reason={"kind": "aborted"})),
+        ],
+    )
+    with pytest.raises(ModelViolation, match="K4: TurnEnded names the cause 'user'"):
+        model.apply(rt("turn-ended", turn=1, reason="aborted", cause="user"))
+    woken = WAKE[:4]  # the followup woke a controller; its turn has not started
+    model = ReferenceModel(["talk"])
+    feed(model, [*woken, act("cancel", "begin", cause="parent", keep_inbox=True)])
+    feed(model, [act("cancel", "end", hit=True, turn=None)])
+    with pytest.raises(ModelViolation, match="K4: TurnPrevented names the cause 'user'"):
+        model.apply(rt("prevented", cause="user", parked=1))

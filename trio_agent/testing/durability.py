@@ -19,10 +19,17 @@ and does not count it would pass. :class:`DerivedDurability` reads the journal i
   on after a ``turn/end`` (the next ``turn/start``, ``TurnPrevented`` or
   ``StatusChanged("idle")``) with no ``AgentError`` in between, that ``turn/end`` must already
   have been written. A skipped checkpoint, or one whose failure was ignored, is caught there.
+* **persistence.md §2, the batching window** — a queued line is written once its window
+  expired, flush or no flush. The world's window (20 ms) is shorter than the clock's tick
+  (1 s), and a settle runs every due write, so at the end of each settle every event stamped
+  before the current clock reading is on disk (:meth:`DerivedDurability.check_window`), unless
+  a batch was refused less than one back-off ago (the retry waits at most 1 s). A writer that
+  writes only when a flush asks for it is caught there.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Final
@@ -39,9 +46,13 @@ DURABILITY_RULES: Final = (
     "K13 a failed checkpoint stops the run",
     "K17 the dispatch flush before a body",
     "K17 a failed dispatch flush runs no body",
+    "persistence.md §2 a line is written once its batching window expired",
 )
 #: The runtime's words for a call whose dispatch flush failed (spec/cancel.md K17).
 _NOT_DURABLE: Final = "its dispatch could not be made durable"
+#: The longest a refused batch waits for its retry (persistence.md §2: the back-off doubles up
+#: to 1 s), in virtual ms: one tick of the driver's clock.
+_RETRY_MAX_MS: Final = 1000
 
 
 class DerivedDurability:
@@ -54,6 +65,11 @@ class DerivedDurability:
         self.written = durable
         self._calls: dict[str, int] = {}
         self._checkpoint: tuple[int, int] | None = None  # (events up to turn/end, turn)
+        self._opened = durable  # events the opening left on disk (their times are not fed)
+        self._times: list[int] = []  # the time of every event fed since, in order
+        self._refused = False  # a batch was refused since the last check_window
+        self._refused_at: int | None = None  # the clock reading of the last refusal seen
+        self._windowed = 0  # events check_window already required on disk
         #: How often each of :data:`DURABILITY_RULES` had something to decide.
         self.exercised: Counter[str] = Counter()
 
@@ -62,6 +78,8 @@ class DerivedDurability:
         if k == "write":
             if entry["ok"]:
                 self.written += entry["events"]
+            else:
+                self._refused = True
         elif k == "event":
             self._event(entry["event"])
         elif k == "rt":
@@ -77,6 +95,7 @@ class DerivedDurability:
 
     def _event(self, event: Mapping[str, Any]) -> None:
         kind, data, seq = event["type"], event["data"], event["seq"]
+        self._times.append(event["time"])
         if kind == "tool/call":
             self._calls[data["callId"]] = seq
         elif kind == "tool/output":
@@ -123,6 +142,34 @@ class DerivedDurability:
             f"the flush after that turn/end had returned and every event up to seq {count - 1} "
             "was durable",
         )
+
+    def check_window(self, clock_ms: int) -> None:
+        """At the end of a settle, the clock reading ``clock_ms``: every event stamped before it
+        was queued a tick ago or more, its window expired at the latest at this tick, and the
+        settle ran that write (persistence.md §2). An event's stamp is never earlier than the
+        clock when it was appended (a reopened log's later stamps only make this lenient).
+        Skipped while a refused batch may still wait for its retry."""
+        if self._refused:
+            self._refused = False
+            self._refused_at = clock_ms  # no earlier than the refusal: the check waits longer
+        if self._refused_at is not None and clock_ms < self._refused_at + _RETRY_MAX_MS:
+            return
+        due = bisect.bisect_left(self._times, clock_ms)
+        if due > self._windowed:
+            self._windowed = due
+            self.exercised[
+                "persistence.md §2 a line is written once its batching window expired"
+            ] += 1
+        if self.written < self._opened + due:
+            first = self.written - self._opened
+            raise HarnessViolation(
+                f"persistence.md §2: {self._opened + due - self.written} events stamped before "
+                f"{clock_ms} ms (the first, seq {self.written}, at {self._times[first]} ms) "
+                "were queued a tick ago or more, so their batching window expired, but by the "
+                f"end of the settle the journal's writes had put only {self.written} events "
+                "on disk (a queued line is written one window after it was queued, with or "
+                "without a flush)"
+            )
 
     def check_live(self, on_disk: int) -> None:
         """A settled world's file holds ``on_disk`` events: exactly the journal's account."""

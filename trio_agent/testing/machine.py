@@ -12,8 +12,9 @@
   for; and, entry by entry, what happened had the durability it needed
   (:class:`~trio_agent.testing.durability.DerivedDurability`: a body ran only once its
   ``tool/call`` was written, K17; the run went on after a ``turn/end`` only once it was
-  written, or after an ``AgentError``, K13); the consumed-work fold agrees with the model's
-  drop record;
+  written, or after an ``AgentError``, K13; at the end of a settle every event stamped before
+  the clock's reading is written, its batching window having expired, persistence.md §2); the
+  consumed-work fold agrees with the model's drop record;
 
 and after every crash (now, or at an armed point, optionally tearing the last line):
 
@@ -374,6 +375,8 @@ class HarnessMachine(RuleBasedStateMachine):
         self.acked = state["acked"]
         on_disk = self.durable.check(self.log_path.read_bytes(), self.memory, self.acked)
         self.derived.check_live(on_disk)
+        if not held:  # a held reply did not settle: its due writes come with the next request
+            self.derived.check_window(self.clock_ms)
         if dropped_unrun(self.memory) is not self.model.dropped_unrun:
             raise HarnessViolation(
                 f"fold_consumed_work says dropped_unrun={not self.model.dropped_unrun}, "
@@ -696,7 +699,8 @@ _CANCEL_TRAP: Final = {"kind": "cancel", **_HIT}
 #: example.
 RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
     (
-        "K1, K14, K16, K17, K21: a sleep and a job finish, the next turn follows",
+        "K1, K9, K14, K15, K16, K17, K21: a sleep, then a job (a group of its own), finish; "
+        "the next turn follows",
         (
             ("begin", {"plan": ["pair"]}),
             ("followup", {}),
@@ -724,7 +728,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K5, K8: keep_inbox keeps the queue; a steer after the abort goes next-turn",
+        "K4, K5, K8: keep_inbox keeps the queue; a steer after the abort goes next-turn; the "
+        "aborted turn names the cancel's cause",
         (
             ("begin", {"plan": ["talk"]}),
             ("followup", {}),
@@ -808,8 +813,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K22, R3: a shutdown parks the queue; repair closes the turn a crash left open; the next "
-        "world's clock",
+        "K22, R3, persistence.md §2: a shutdown parks the queue; repair closes the turn a crash "
+        "left open; the next world's clock, and its batching window",
         (
             ("begin", {"plan": ["job"]}),
             ("followup", {}),

@@ -27,6 +27,7 @@ __all__ = [
     "FINAL_ENTRY",
     "MENU",
     "MENU_NAMES",
+    "PARALLEL_TOOLS",
     "entry_calls",
     "entry_kind",
     "expected_chunks",
@@ -55,6 +56,8 @@ MENU: Final[Mapping[str, Mapping[str, Any]]] = {
     "fail": {"text": "oh no", "error": {"code": "OVERLOADED", "message": "model overloaded"}},
 }
 MENU_NAMES: Final = tuple(MENU)
+#: The world's tools whose calls may overlap (spec/cancel.md K15): ``sleep``; ``job`` is not.
+PARALLEL_TOOLS: Final = frozenset({"sleep"})
 
 
 def job_done_text(call_id: str) -> str:

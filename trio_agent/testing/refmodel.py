@@ -1,10 +1,11 @@
 """The reference model: what must happen to queued messages and to turns (pure, no trio, no I/O).
 
-It is written from the spec (spec/cancel.md K1-K8, K12, K19, K21-K22; spec/consumed-work.md),
-not from the runtime's code, and replays the journal a world reports (spec/harness.md
-§Journal entries): the harness's actions (sends, cancels, shutdown), the runtime's events
-and every appended log event, in the order they happened. For each item it checks that it is allowed
-*now*, and raises :class:`ModelViolation` otherwise. It decides on its own:
+It is written from the spec (spec/cancel.md K1-K5, K7-K12, K14-K16, K18-K19, K21-K22;
+spec/consumed-work.md), not from the runtime's code, and replays the journal a world reports
+(spec/harness.md §Journal entries): the harness's actions (sends, cancels, shutdown), the
+runtime's events and every appended log event, in the order they happened. For each item it
+checks that it is allowed *now*, and raises :class:`ModelViolation` otherwise. It decides on
+its own:
 
 * where a message goes (``followup`` → next-turn; ``steer`` → next-step, or next-turn after an
   abort; ``inject`` → next-step), and that a claim takes the head(s) of the queues;
@@ -17,6 +18,8 @@ and every appended log event, in the order they happened. For each item it check
   plan: ``completed``, ``max-tokens`` or ``error``);
 * when the agent may be idle with work still queued (only after a cancel, a failed
   checkpoint, a shutdown, or in a reopened session: *parked* work, K8/K21);
+* that every runtime event naming a cause names the cancel's (K4), every hook gets the turn
+  and step it runs for (K9), and a step's calls are prepared group by group (K15);
 * the consumed-work flag: ``dropped_unrun`` is true exactly when a cancel dropped queued
   messages after the last turn that consumed input.
 
@@ -38,6 +41,7 @@ import attrs
 from ..log.splice import Splice, SpliceKind, classify_splice
 from .plan import (
     CHUNK_DELAY,
+    PARALLEL_TOOLS,
     entry_kind,
     expected_chunks,
     job_done_text,
@@ -61,21 +65,25 @@ MODEL_RULES: Final = (
     "K1 a wake starts a run",
     "K2 a cancelled controller prevents its turn",
     "K3 a second cancel misses",
+    "K4 a runtime event names the cancel's cause",
     "K5 an idle cancel reaches nothing",
     "K5 a cancel drops the queue",
     "K5 keep_inbox keeps the queue",
     "K8 a steer after an abort goes next-turn",
     "K8 a latched wake replays",
+    "K9 a hook gets the turn and step it runs for",
     "K11 an unanswered approval ends cancelled",
     "K10 the stopping hook runs when a step ended the turn",
     "K10 no stopping hook after a model error",
     "K12 max-tokens ends the turn",
     "K12 max-tokens sticks across a later step",
     "K12 next-step input owes a step",
+    "K12 next-step input is claimed before the turn's message",
     "K14 the chunks of a finished step",
     "K14 the message of a finished step",
     "K14 the interrupted message of a cut stream",
     "K14 a chunk every virtual second",
+    "K15 a non-parallel call waits for the calls before it",
     "K16 the result of a finished job",
     "K18 the result of a failed job",
     "K18 the result of a denied call",
@@ -123,6 +131,7 @@ class ModelViolation(AssertionError):
 class TurnRecord:
     number: int
     hit: bool = False  # a cancel reached this turn's controller while it was live
+    cause: str | None = None  # the cause of the first cancel that reached it (K3, K4)
     steps: int = 0
     open_step: int | None = None
     claimed: list[str] = attrs.Factory(list)
@@ -136,6 +145,7 @@ class TurnRecord:
     chunks: int = 0  # chunks the open step logged so far
     text: str = ""  # the open step's text-delta chunks, joined (the visible text)
     calls: list[dict[str, Any]] = attrs.Factory(list)  # the open step's tool-call chunks
+    answered: set[str] = attrs.Factory(set)  # call ids of the open step with a tool/result
     finish: str | None = None  # the open step's finish reason, once its finish chunk is logged
     message: bool = False  # the open step logged its assistant/message
     stream_time: int = 0  # event time of the open step's start, then of its latest chunk
@@ -303,8 +313,8 @@ class ReferenceModel:
             self._runtime(entry)
         elif k == "act":
             self._act(entry)
-        elif k == "hook" and entry["name"] == "turn_stopping":
-            self._turn_stopping(entry["turn"], entry["step"])
+        elif k == "hook":
+            self._hook(entry["name"], entry["turn"], entry["step"])
 
     # -- actions --
 
@@ -400,6 +410,33 @@ class ReferenceModel:
                 if record.ended is not None:
                     self.fail(f"cancel reached turn {record.number}, which already ended (K7)")
                 record.hit = True
+                record.cause = cancel.cause
+
+    def _hook(self, name: str, turn: int, step: int) -> None:
+        """K9: every seam gets the turn and step it runs for: the pre-step hook the step about
+        to start (no step is open), prompt assembly the open step, the turn-stopping hook the
+        step that ended the turn (K10, :meth:`_turn_stopping`)."""
+        if name == "turn_stopping":
+            self._turn_stopping(turn, step)
+            return
+        record = self.turns.get(self.open_turn) if self.open_turn is not None else None
+        if record is None:
+            self.fail(f"K9: the {name} hook ran for turn {turn} step {step}, but no turn is open")
+            return
+        if name == "pre_step":
+            want = (record.number, record.steps + 1) if record.open_step is None else None
+            what = "the step about to start"
+        else:
+            want = (record.number, record.open_step) if record.open_step is not None else None
+            what = "the open step"
+        self._saw("K9 a hook gets the turn and step it runs for")
+        if want is None:
+            self.fail(f"K9: the {name} hook ran for turn {turn} step {step} at the wrong place")
+        elif (turn, step) != want:
+            self.fail(
+                f"K9: the {name} hook got turn {turn} step {step}; it runs for {what}, turn "
+                f"{want[0]} step {want[1]} (its TurnContext)"
+            )
 
     def _turn_stopping(self, turn: int, step: int) -> None:
         """K10: the hook runs when a step ended the turn (finished without calls, completed or
@@ -443,6 +480,9 @@ class ReferenceModel:
                 self.fail(f"TurnEnded({entry['turn']}, {entry['reason']}) but the log has {last}")
             if (entry["cause"] is None) != (entry["reason"] != "aborted"):
                 self.fail(f"turn {entry['turn']} {entry['reason']} with cause {entry['cause']}")
+            record = self.turns.get(entry["turn"])
+            if entry["reason"] == "aborted" and record is not None and record.cause is not None:
+                self._cause("TurnEnded", entry["cause"], record.cause)
             self._last_end = None
         elif kind == "prevented":
             if self.controller is not Controller.UNBOUND or not self.controller_cancelled:
@@ -453,6 +493,8 @@ class ReferenceModel:
             if entry["parked"] != pending:
                 self.fail(f"TurnPrevented says {entry['parked']} parked, the inbox holds {pending}")
             self._saw("K2 a cancelled controller prevents its turn")
+            if self.abort_cause is not None:
+                self._cause("TurnPrevented", entry["cause"], self.abort_cause)
         elif kind == "dropped":
             if self._last_drop != (entry["target"], list(entry["ids"])):
                 self.fail(
@@ -460,8 +502,19 @@ class ReferenceModel:
                     f"{self._last_drop}"
                 )
             self._last_drop = None
+            if self._cancel is not None:
+                self._cause("InboxDropped", entry["cause"], self._cancel.cause)
         elif kind == "agent-error":
             self.checkpoint_failed = True
+
+    def _cause(self, event: str, got: object, want: str) -> None:
+        """K4: a runtime event names the cause of the cancel behind it (the first one that
+        reached the controller, K3), the very cause passed to ``cancel``."""
+        self._saw("K4 a runtime event names the cancel's cause")
+        if got != want:
+            self.fail(
+                f"K4: {event} names the cause {got!r}, but the cancel behind it had cause {want!r}"
+            )
 
     def _running(self) -> None:
         send = self._send
@@ -595,6 +648,14 @@ class ReferenceModel:
         count = len(taken)
         if splice.start != 0:
             self.fail(f"seq {seq}: a claim must take the head of {target}")
+        if target == "next-step" and record.batch:
+            self.fail(
+                f"seq {seq}: turn {turn} claimed next-step input after the turn's message "
+                f"{record.batch} (K12: a step claims all of next-step first, then the turn's "
+                "message; the batch is in that order)"
+            )
+        elif target == "next-turn" and record.batch:
+            self._saw("K12 next-step input is claimed before the turn's message")
         if target == "next-step" and count != len(queue):
             self.fail(f"seq {seq}: claimed {count} of {len(queue)} next-step messages (K12)")
         if target == "next-turn" and (count != 1 or record.steps):
@@ -632,6 +693,7 @@ class ReferenceModel:
         record.open_step = data["step"]
         record.chunks = 0
         record.text, record.calls, record.finish, record.message = "", [], None, False
+        record.answered = set()
         record.stream_time = self._time
         record.timed = self._time > self._floor
         record.entering = record.batch
@@ -762,7 +824,32 @@ class ReferenceModel:
             )
 
     def _on_approval_asked(self, data: Mapping[str, Any], seq: int) -> None:
-        self.turns[data["turn"]].approvals[data["id"]] = data["callId"]
+        record = self.turns[data["turn"]]
+        record.approvals[data["id"]] = data["callId"]
+        self._grouped(record, data["callId"], seq)
+
+    def _grouped(self, record: TurnRecord, call: str, seq: int) -> None:
+        """K15: calls are prepared (asked, with the world's approver) group by group: a call
+        of a non-parallel tool is a group of its own, so it starts only once every earlier
+        call of its step has its result, and so does any call after it."""
+        ids = [c.get("id") for c in record.calls]
+        if call not in ids or self.repairing:
+            return
+        index = ids.index(call)
+        if index == 0:
+            return
+        parallel = [c.get("name") in PARALLEL_TOOLS for c in record.calls[index - 1 : index + 1]]
+        if all(parallel):
+            return  # the same group: their bodies overlap
+        self._saw("K15 a non-parallel call waits for the calls before it")
+        waiting = [c for c in ids[:index] if c not in record.answered]
+        if waiting:
+            name = record.calls[index].get("name")
+            self.fail(
+                f"seq {seq}: {call} ({name}) is prepared while {waiting} of the same step have no "
+                "result (K15: a call of a non-parallel tool is a group of its own; groups run "
+                "one after another)"
+            )
 
     def _on_approval_decided(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
@@ -801,6 +888,9 @@ class ReferenceModel:
         ``fail`` ``TOOL_FAILED`` with the runtime's failure text, an approval's ``deny``
         ``DENIED``. Placeholders are repair's (checked against ``repair_closers``)."""
         call = data["callId"]
+        answered = self.turns.get(data["turn"])
+        if answered is not None:
+            answered.answered.add(call)
         tool = self._decided.pop(("tool", call), None)
         approval = self._decided.pop(("approval", call), None)
         record = self.turns.get(data["turn"])

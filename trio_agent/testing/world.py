@@ -202,18 +202,40 @@ class World:
             if not started:
                 raise
             if not self.dead:
-                self.failure = f"{type(exc).__name__}: {exc}"
+                # The one failure a group stands for: the report names the rule it broke.
+                leaf: BaseException = exc
+                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                    leaf = leaf.exceptions[0]
+                self.failure = f"{type(leaf).__name__}: {leaf}"
                 self.emit({"k": "failure", "text": self.failure})
         finally:
             self.done.set()
 
     async def teardown(self) -> None:
         """Discard this world (after a crash): its file no longer matters, so let every
-        write through, cancel everything, and wait until it is gone."""
+        write through, cancel everything, and wait until it is gone.
+
+        A port's bug may keep work alive through a cancel (a tool body the turn's cancel
+        does not reach, say); the driver has already reported that, and the teardown must
+        not hang on it: every waiting job and approval is answered, and while the world
+        winds down virtual time runs whenever everything is blocked (its sleeps, the
+        shutdown's bound), then stands still again for the next world."""
         self.dead = True
         self.ops.open_all()
         self.scope.cancel()
-        await self.done.wait()
+        for gate in (*self.jobs, *self.approvals):
+            gate.decision = gate.decision or "fail"
+            gate.event.set()
+        clock = trio.lowlevel.current_clock()
+        if not isinstance(clock, trio.testing.MockClock):
+            await self.done.wait()
+            return
+        still = clock.autojump_threshold
+        clock.autojump_threshold = 0
+        try:
+            await self.done.wait()
+        finally:
+            clock.autojump_threshold = still
 
     # -- settling ------------------------------------------------------------------------------
 

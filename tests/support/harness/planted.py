@@ -29,8 +29,9 @@ from trio_agent.runtime import (
     scheduler as scheduler_module,
     turn as turn_module,
 )
-from trio_agent.runtime.controller import TurnController
-from trio_agent.runtime.events import OutcomeKind, TurnOutcome
+from trio_agent.runtime.controller import TurnContext, TurnController
+from trio_agent.runtime.events import InboxDropped, OutcomeKind, TurnOutcome
+from trio_agent.runtime.hooks import Hooks
 from trio_agent.runtime.run_state import RunState, Target
 from trio_agent.store import recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
@@ -445,6 +446,254 @@ def _plant_stopping_hook_after_error(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(turn_module.TurnRunner, "_step", step)
 
 
+# -- 24: the controller is created by the driver, not by the waking call (K1) ---------------------
+
+
+def _start_without_controller(self: RunState) -> None:
+    """RunState.start, except no controller is created: the agent says running at once."""
+    self.status = "running"  # BUG: the controller comes later, when the driver picks up the wake
+
+
+def _plant_controller_created_late(mp: pytest.MonkeyPatch) -> None:
+    real_run = agent_module.Agent._run
+
+    async def run(self: agent_module.Agent) -> None:
+        state = self._state
+        if state.controller is None and state.status == "running":
+            state.controller = state.activity = TurnController()  # BUG: only now (K1)
+        await real_run(self)
+
+    mp.setattr(RunState, "start", _start_without_controller)
+    mp.setattr(agent_module.Agent, "_run", run)
+
+
+# -- 25: InboxDropped names a fixed cause (K4) ----------------------------------------------------
+
+
+def _clear_inbox_as_user(self: agent_module.Agent, cause: CancelCause) -> None:
+    """Agent._clear_inbox, except the event is given a default cause, not the one passed."""
+    inbox = self._session.inbox
+    target: Target
+    for target in ("next-step", "next-turn"):
+        queued = tuple(dict(m) for m in inbox.queues[target])
+        if not queued:
+            continue
+        self._session.append(*build_module.inbox_cleared(target, len(queued)))
+        self._emit(InboxDropped(target, queued, CancelCause.user()))  # BUG: not `cause`
+
+
+def _plant_dropped_cause_default(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_clear_inbox", _clear_inbox_as_user)
+
+
+# -- 26: the pre-step hook's context counts the steps done, not the step about to start (K9) --
+
+
+class _PreStepOneBehind(Hooks):
+    """The turn's hooks, except pre_step gets ``step`` = the steps done so far."""
+
+    def __init__(self, inner: Hooks) -> None:
+        self._inner = inner
+
+    async def pre_step(self, ctx: TurnContext, messages: Any) -> Any:
+        # BUG: the context is built before the step counter moves on (0 before the first step)
+        behind = TurnContext(ctx.turn, ctx.step - 1, ctx.controller)
+        return await self._inner.pre_step(behind, messages)
+
+    async def assemble_prompt(self, ctx: TurnContext) -> str:
+        return await self._inner.assemble_prompt(ctx)
+
+    async def turn_stopping(self, ctx: TurnContext) -> None:
+        await self._inner.turn_stopping(ctx)
+
+
+def _plant_pre_step_one_behind(mp: pytest.MonkeyPatch) -> None:
+    real = turn_module.TurnRunner.__init__
+
+    def init(self: turn_module.TurnRunner, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        self.hooks = _PreStepOneBehind(self.hooks)
+
+    mp.setattr(turn_module.TurnRunner, "__init__", init)
+
+
+# -- 27: the turn's message is claimed before the next-step input (K12) -----------------------
+
+
+def _claim_turn_message_first(self: turn_module.TurnRunner, target: str) -> list[dict[str, Any]]:
+    """TurnRunner._claim, except the next-turn item is claimed (and entered) first."""
+    inbox = self.session.inbox
+    batch: list[dict[str, Any]] = []
+    if target == "next-turn" and inbox.next_turn:  # BUG: K12 claims all of next-step first
+        batch.append(dict(inbox.next_turn[0]))
+        self.append(*build_module.inbox_claimed("next-turn", 1))
+    steered = [dict(m) for m in inbox.next_step]
+    if steered:
+        self.append(*build_module.inbox_claimed("next-step", len(steered)))
+    return batch + steered
+
+
+def _plant_turn_message_claimed_first(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(turn_module.TurnRunner, "_claim", _claim_turn_message_first)
+
+
+# -- 28: a non-parallel call joins the parallel group before it (K15) --------------------------
+
+
+def _groups_closing_after(self: scheduler_module.ToolStep) -> list[list[Any]]:
+    """ToolStep._groups, except a non-parallel call closes the pool it joins instead of
+    starting a group of its own."""
+    groups: list[list[Any]] = []
+    pool: list[Any] = []
+    for slot in self._slots:
+        pool.append(slot)  # BUG: appended before the barrier, so it overlaps the pool
+        if slot.tool is not None and not slot.tool.parallel:
+            groups.append(pool)
+            pool = []
+    if pool:
+        groups.append(pool)
+    return groups
+
+
+def _plant_serial_call_in_parallel_group(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_groups", _groups_closing_after)
+
+
+# -- 29, 31: the driver loop (K21, K23), restated with one line changed ------------------------
+
+
+async def _run_stopping_after_an_error(self: agent_module.Agent) -> None:
+    """Agent._run, except a turn that ended ``error`` ends the run: queued work parks."""
+    state = self._state
+    controller = state.controller
+    while controller is not None:
+        if controller.cancel_called:
+            self._prevented(controller)
+            break
+        if self.lost is not None:
+            break
+        await self._runner.run(controller, state.handoff, self._ended)
+        durable = await self._checkpoint()
+        controller = state.controller
+        if controller is None or not durable:
+            break
+        if controller.cancel_called:
+            self._prevented(controller)
+            break
+        if not self._session.inbox.has_pending:
+            break
+        outcome = self.last_outcome
+        if outcome is not None and outcome.reason == "error":
+            break  # BUG: only a cancel parks work (K21); an error turn does not stop the run
+    self._go_idle()
+
+
+def _plant_error_ends_the_run(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_run", _run_stopping_after_an_error)
+
+
+async def _run_idle_before_checkpoint(self: agent_module.Agent) -> None:
+    """Agent._run, except that when no more work is pending the agent reports idle first and
+    awaits the checkpoint after."""
+    state = self._state
+    controller = state.controller
+    while controller is not None:
+        if controller.cancel_called:
+            self._prevented(controller)
+            break
+        if self.lost is not None:
+            break
+        await self._runner.run(controller, state.handoff, self._ended)
+        if state.controller is None or not self._session.inbox.has_pending:
+            self._go_idle()  # BUG: StatusChanged("idle") before the checkpoint (K23, K13)
+            await self._checkpoint()
+            return
+        durable = await self._checkpoint()
+        controller = state.controller
+        if controller is None or not durable:
+            break
+        if controller.cancel_called:
+            self._prevented(controller)
+            break
+    self._go_idle()
+
+
+def _plant_idle_before_checkpoint(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_run", _run_idle_before_checkpoint)
+
+
+# -- 30: the shutdown drops the queue (K22) -----------------------------------------------------
+
+
+def _begin_shutdown_dropping(self: agent_module.Agent) -> None:
+    """Agent._begin_shutdown, except the disposal clears the inbox."""
+    self._closing = True
+    self.cancel(CancelCause.disposed())  # BUG: K22 step 2 keeps the inbox (keep_inbox=True)
+
+
+def _plant_shutdown_drops_queue(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "_begin_shutdown", _begin_shutdown_dropping)
+
+
+# -- 32: tool bodies run outside the turn's cancel scope (K6) -----------------------------------
+
+
+def _plant_bodies_outside_scope(mp: pytest.MonkeyPatch) -> None:
+    real = scheduler_module.ToolStep._body
+
+    async def body(self: scheduler_module.ToolStep, slot: Any) -> None:
+        # BUG: the body runs under no cancel of the turn (a port starting it with a fresh,
+        # never-cancelled context), so a cancel waits until the body ends on its own (K6)
+        with trio.CancelScope(shield=True):
+            await real(self, slot)
+
+    mp.setattr(scheduler_module.ToolStep, "_body", body)
+
+
+# -- 33: calls never dispatched are left unanswered (K16) ----------------------------------------
+
+
+def _answer_dispatched_only(self: scheduler_module.ToolStep) -> None:
+    """ToolStep._answer_rest, except a call that never got its tool/call gets no result."""
+    cancelled = self.controller.cancel_called
+    for slot in self._slots:
+        if slot.result is not None or not slot.dispatched:
+            continue  # BUG: K16 answers every requested call, dispatched or not
+        name = slot.block["name"]
+        if cancelled:
+            result = self._aborted(slot)
+        else:
+            result = self._failed(slot, scheduler_module.LOST_TEXT.format(name=name))
+        self._settle(slot, result)
+
+
+def _plant_undispatched_unanswered(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_answer_rest", _answer_dispatched_only)
+
+
+# -- 34: the batching window never expires (persistence.md §2) ----------------------------------
+
+
+def _due_only_when_asked(self: WritePolicy, now: float) -> bool:
+    """WritePolicy.due, except an expired window does not make the queue due: the writer
+    writes when a flush waits or too much is pending (a retry still waits for its back-off)."""
+    if not self.queue:
+        return False
+    if self.paused:
+        return self.deadline is not None and now >= self.deadline
+    return self.pending_bytes >= self.soft_limit or self.flushers > 0  # BUG: no `expired`
+
+
+def _timer_only_for_retries(self: WritePolicy) -> float | None:
+    """WritePolicy.timer, except the writer sets no timer for a window (only for a retry)."""
+    return self.deadline if self.queue and self.paused else None
+
+
+def _plant_window_never_expires(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(WritePolicy, "due", _due_only_when_asked)
+    mp.setattr(WritePolicy, "timer", property(_timer_only_for_retries))
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -588,5 +837,79 @@ BUGS = [
         "the turn-stopping hook runs after a step whose model failed (K10)",
         _plant_stopping_hook_after_error,
         r"K10: turn_stopping ran for turn \d+ step \d+, but its model failed",
+    ),
+    Bug(
+        "controller-created-late",
+        "the driver creates the turn's controller when it picks up the wake, not the waking "
+        "call, so a cancel from the running listener reaches nothing (K1)",
+        _plant_controller_created_late,
+        r"hit=False but the model has a unbound controller",
+    ),
+    Bug(
+        "dropped-cause-default",
+        "InboxDropped names the cause user whatever cause was passed to cancel (K4)",
+        _plant_dropped_cause_default,
+        r"K4: InboxDropped",
+    ),
+    Bug(
+        "pre-step-step-behind",
+        "the pre-step hook's context carries the steps done so far, not the step about to "
+        "start (K9)",
+        _plant_pre_step_one_behind,
+        r"K9: the pre_step hook",
+    ),
+    Bug(
+        "turn-message-claimed-first",
+        "the first step claims the turn's message before the next-step input, and enters "
+        "them in that order (K12)",
+        _plant_turn_message_claimed_first,
+        r"claimed next-step input after the turn's message",
+    ),
+    Bug(
+        "serial-call-in-parallel-group",
+        "a non-parallel call joins the group of the parallel calls before it, so its body "
+        "overlaps theirs (K15)",
+        _plant_serial_call_in_parallel_group,
+        r"K15: ",
+    ),
+    Bug(
+        "error-turn-ends-run",
+        "a turn that ended error ends the run, and the queued work parks (K21)",
+        _plant_error_ends_the_run,
+        r"K21",
+    ),
+    Bug(
+        "shutdown-drops-queue",
+        "leaving the agent cancels with keep_inbox false, dropping the queued work (K22)",
+        _plant_shutdown_drops_queue,
+        r"dropped without a cancel that clears the inbox",
+    ),
+    Bug(
+        "idle-before-checkpoint",
+        "the agent reports idle before it awaits the checkpoint flush after the last turn/end "
+        "(K23)",
+        _plant_idle_before_checkpoint,
+        r"K13: the agent reported idle after turn \d+'s turn/end",
+    ),
+    Bug(
+        "bodies-outside-cancel-scope",
+        "tool bodies run shielded from the turn's cancel, so a cancelled turn waits for its "
+        "running body to end on its own (K6)",
+        _plant_bodies_outside_scope,
+        r"was cancelled but has not ended|the world did not shut down",
+    ),
+    Bug(
+        "undispatched-calls-unanswered",
+        "when a step stops early, calls that never got their tool/call are left without a "
+        "result (K16)",
+        _plant_undispatched_unanswered,
+        r"I16",
+    ),
+    Bug(
+        "window-never-expires",
+        "the writer writes only when a flush asks (or too much is pending): a queued line's "
+        "batching window never makes it due (persistence.md §2)",
+        _plant_window_never_expires,
+        r"persistence.md §2: \d+ events stamped before",
     ),
 ]
