@@ -1989,6 +1989,18 @@ checkpoint(
     CP_REWRITTEN, sidecar(CP_BODY), {"refused": "mismatched", "closers": CP_CLOSERS},
 )
 checkpoint(
+    "state-disagrees",
+    "A whole sidecar (its digest matches) whose seq is one too low for the turn/end it ends at: "
+    "used, it would take the tail's first event for a gap. Refused as mismatched.",
+    CP_LOG, sidecar({**CP_BODY, "seq": 15}), {"refused": "mismatched", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "out-of-range",
+    "A whole sidecar with a negative lastTime: no checker holds that state. Refused as "
+    "unsupported before anything is compared.",
+    CP_LOG, sidecar({**CP_BODY, "lastTime": -1}), {"refused": "unsupported", "closers": CP_CLOSERS},
+)
+checkpoint(
     "mismatched-header",
     "Another session's log of the same length in this one's place (its header names session "
     "vex): the header line's digest differs. Refused as mismatched.",

@@ -154,3 +154,78 @@ def test_each_mismatch_is_refused_with_its_reason() -> None:
     with pytest.raises(ck.CheckpointRefused) as info:
         ck.verify(cp, **{**good, "last_line": lines[point - 1]})
     assert info.value.reason == ck.MISMATCHED
+
+
+def _resealed(cp: ck.Checkpoint, **changes: Any) -> bytes:
+    """``cp`` encoded with ``changes`` to its body and a digest that matches them: a sidecar
+    that is whole but says what another program (or a bug) wrote."""
+    body = json.loads(ck.encode(cp))
+    del body["digest"]
+    body.update(changes)
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    body["digest"] = hashlib.sha256(canonical.encode()).hexdigest()
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"offset": -5},
+        {"offset": 0},
+        {"seq": -1},
+        {"lastTime": 2**60},
+        {"lastTurn": True},
+        {"inbox": {"next-turn": [{"id": "m"}], "next-step": []}},
+        {"inbox": {"next-turn": [7], "next-step": []}},
+        {"inbox": {"next-turn": [], "next-step": [], "later": []}},
+        {
+            "inbox": {
+                "next-turn": [{"id": "m", "text": "a", "source": "user"}],
+                "next-step": [{"id": "m", "text": "b", "source": "user"}],
+            }
+        },
+        {"callIds": ["c1", 2]},
+    ],
+    ids=[
+        "negative-offset",
+        "zero-offset",
+        "negative-seq",
+        "time-beyond-2^53",
+        "bool-turn",
+        "message-without-text",
+        "message-not-an-object",
+        "third-queue",
+        "message-id-twice",
+        "call-id-not-a-string",
+    ],
+)
+def test_a_whole_sidecar_with_values_no_checker_holds_is_unsupported(
+    changes: dict[str, Any],
+) -> None:
+    """Restoring must never fail: every value is checked when the sidecar is read."""
+    _lines, cp = _log()
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.decode(_resealed(cp, **changes))
+    assert info.value.reason == ck.UNSUPPORTED
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"seq": 3}, {"lastTime": 1}, {"lastTurn": 9}, {"session": "s2"}],
+    ids=["seq", "time", "turn", "session"],
+)
+def test_a_state_that_is_not_that_of_its_lines_is_mismatched(changes: dict[str, Any]) -> None:
+    """The digests pin the lines; the state must be theirs too, or the tail would be misread
+    (a seq too low, say, makes the tail's first event look like a gap, and repair cut it)."""
+    lines, cp = _log()
+    point = next(i for i in range(len(lines)) if sum(map(len, lines[: i + 1])) == cp.offset)
+    bad = ck.decode(_resealed(cp, **changes))
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.verify(
+            bad,
+            size=sum(map(len, lines)),
+            header_line=lines[0],
+            last_line=lines[point],
+            file_id="1:2",
+        )
+    assert info.value.reason == ck.MISMATCHED

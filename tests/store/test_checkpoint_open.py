@@ -300,3 +300,38 @@ def test_the_cadence_spaces_checkpoints_by_bytes_and_by_their_own_size() -> None
     assert not cadence.due(199) and cadence.due(200)
     cadence.recorded(50)  # a checkpoint of 50 bytes: the next at least 200 bytes later
     assert not cadence.due(299) and cadence.due(300)
+
+
+async def test_a_whole_sidecar_whose_state_is_wrong_cuts_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sidecar resealed with a seq one too low (another program's, or a bug's): were it
+    used, the tail's first event would look like a gap and repair could cut committed
+    turns. It is refused; the full scan keeps every event."""
+    path = await make_session(tmp_path)
+    cp = sidecar(path)
+    _rewrite_sidecar(path, seq=cp.seq - 1)
+    before, _ = full_scan(path)
+    events, _, said = await reopen(tmp_path, caplog)
+    assert "checkpoint not used (mismatched:" in said
+    assert events == before  # a balanced log: nothing cut, nothing added
+
+
+async def test_a_log_ending_outside_a_turn_gets_no_checkpoint_at_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint ends at a turn/end; a log whose last event is a message queued after it
+    is not recorded at open (it would be refused at every open after)."""
+    async with JsonlStore(tmp_path, reap_orphans=None, checkpoint_every=None) as store:
+        session = await store.create("s")
+        append_turns(session, 1, 12, seed=5)
+        message = {"id": "late", "text": "later", "source": "user"}
+        session.append(
+            "agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [message]}
+        )
+        await session.aclose()
+    path = tmp_path / "s" / "session.jsonl"
+    assert len(path.read_bytes()) > EVERY
+    events, _, said = await reopen(tmp_path, caplog)
+    assert "checkpoint not used" not in said and events[-1].type == "agent/inbox/spliced"
+    assert not sidecar_of(path).exists()

@@ -33,6 +33,7 @@ from typing import Any, Final
 import attrs
 
 from .checker import LogChecker
+from .schema import DATA_VALIDATORS, MAX_INTEGER, SchemaError
 
 #: The ``format`` value of this version of the checkpoint encoding.
 FORMAT: Final = "trio-agent-checkpoint/1"
@@ -199,7 +200,33 @@ def decode(data: bytes) -> Checkpoint:
         raise CheckpointRefused(UNSUPPORTED, f"malformed checkpoint ({exc})") from None
     if set(cp.inbox) != {"next-turn", "next-step"}:
         raise CheckpointRefused(UNSUPPORTED, "the inbox must have next-turn and next-step")
+    _check_values(cp)
     return cp
+
+
+def _check_values(cp: Checkpoint) -> None:
+    """Refuse (``unsupported``) values no checker state can hold: a sidecar's digest proves
+    only that it is whole, not who wrote it, and restoring must never fail."""
+    for name, value, least in (
+        ("offset", cp.offset, 1),
+        ("seq", cp.seq, 0),
+        ("lastTurn", cp.last_turn, 0),
+        ("lastStep", cp.last_step, 0),
+        ("lastTime", cp.last_time, 0),
+    ):
+        if not least <= value <= MAX_INTEGER:
+            raise CheckpointRefused(UNSUPPORTED, f"{name} {value} is out of range")
+    ids: set[str] = set()
+    validate = DATA_VALIDATORS["agent/inbox/spliced"]
+    for target, queue in cp.inbox.items():
+        try:  # each queued message as a splice would insert it (spec/log.md)
+            validate({"target": target, "start": 0, "inserted": list(queue)}, "inbox")
+        except SchemaError as exc:
+            raise CheckpointRefused(UNSUPPORTED, f"inbox {target}: {exc}") from None
+        for message in queue:
+            if message["id"] in ids:
+                raise CheckpointRefused(UNSUPPORTED, f"message id {message['id']!r} twice")
+            ids.add(message["id"])
 
 
 def _typed(value: Any, kind: type[Any]) -> Any:
@@ -227,3 +254,35 @@ def verify(
         raise CheckpointRefused(MISMATCHED, "the header line differs")
     if line_digest(last_line) != cp.last_line:
         raise CheckpointRefused(MISMATCHED, f"the line ending at byte {cp.offset} differs")
+    # The lines are the checkpoint's; now its state must be theirs: the session the header
+    # names, and the seq, time and turn of the turn/end it ends at (or the header itself).
+    # A checkpoint whose state disagrees would misread the tail, and repair might cut it.
+    if _member(header_line, "id") != cp.session:
+        raise CheckpointRefused(MISMATCHED, "the header names another session")
+    if cp.seq == 0:
+        if last_line != header_line:
+            raise CheckpointRefused(MISMATCHED, "seq 0, but the prefix holds events")
+        return
+    ends = (
+        _member(last_line, "type"),
+        _member(last_line, "seq"),
+        _member(last_line, "time"),
+        _member(last_line, "data", "turn"),
+    )
+    if ends != ("turn/end", cp.seq - 1, cp.last_time, cp.last_turn):
+        raise CheckpointRefused(
+            MISMATCHED, "the checkpoint's seq, time or turn is not that of the turn/end it ends at"
+        )
+
+
+def _member(line: bytes, *path: str) -> Any:
+    """The value at ``path`` in the JSON object of ``line``, or None."""
+    try:
+        value: Any = json.loads(line)
+    except ValueError:
+        return None
+    for key in path:
+        if type(value) is not dict:
+            return None
+        value = value.get(key)
+    return value

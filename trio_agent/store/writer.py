@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Final
 
 import attrs
+import orjson
 import trio
 
 from ..log import checkpoint as ck
@@ -169,11 +170,14 @@ class Writer:
 
     def balanced(self, checker: LogChecker, line: bytes) -> None:
         """The session calls this right after submitting a ``turn/end`` (``line``), with the
-        checker that accepted it: take a checkpoint if one is due. The checker's state is
-        copied now, on the appending thread; the sidecar is written once ``line`` is
-        durable."""
+        checker that accepted it (and a store after a cold open, with the log's last line,
+        which counts only if it is a ``turn/end``): take a checkpoint if one is due. The
+        checker's state is copied now, on the appending thread; the checkpoint is written
+        once ``line`` is durable."""
         target = self._checkpoints
         if target is None or not self.checkpoint_due:
+            return
+        if orjson.loads(line).get("type") != "turn/end":  # a cold open's log may end otherwise
             return
         self._checkpoint = ck.take(
             checker,
