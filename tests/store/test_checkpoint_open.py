@@ -335,3 +335,24 @@ async def test_a_log_ending_outside_a_turn_gets_no_checkpoint_at_open(
     events, _, said = await reopen(tmp_path, caplog)
     assert "checkpoint not used" not in said and events[-1].type == "agent/inbox/spliced"
     assert not sidecar_of(path).exists()
+
+
+async def test_a_prefix_line_rewritten_under_a_session_is_an_error_when_read(
+    tmp_path: Path,
+) -> None:
+    """A prefix line replaced by garbage of the same length (the file's size, header and
+    last line unchanged) is not seen at open; reading it raises PrefixChanged, naming it."""
+    path = await make_session(tmp_path)
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    second = data.index(b"\n", start) + 1  # the line of seq 1 starts here
+    end = data.index(b"\n", second)
+    path.write_bytes(data[:second] + b"x" * (end - second) + data[end:])
+    async with JsonlStore(tmp_path, reap_orphans=None, checkpoint_every=EVERY) as store:
+        session = await store.open("s")
+        assert session.events[0].seq == 0
+        with pytest.raises(PrefixChanged, match="line 3 is no longer event seq 1"):
+            session.events[1]
+        with pytest.raises(PrefixChanged):
+            list(session.events)
+        await session.aclose()

@@ -10,7 +10,9 @@ file, so the session's lock and its writer's offset are untouched); it stays val
 file is renamed, and is closed when this object is collected. Reading streams the prefix in
 chunks; the first random access builds an index of line offsets (8 bytes a line) and reads
 each line on its own after that. Every read checks that the prefix still holds exactly the
-lines counted when the checkpoint was recorded, and raises :class:`PrefixChanged` otherwise.
+lines counted when the checkpoint was recorded, each a JSON object with the seq of its place
+(a second parse, paid only when the prefix is read), and raises :class:`PrefixChanged`
+otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import weakref
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import Final, overload
+
+import orjson
 
 from .errors import PrefixChanged
 
@@ -74,11 +78,29 @@ class FileLines(Sequence[bytes]):
         if rest:
             raise self._changed("the prefix no longer ends with a whole line")
 
+    def _event(self, index: int, line: bytes) -> bytes:
+        """``line``, once it is seen to be event ``index`` still: the prefix was checked when
+        the checkpoint was recorded, not when the session was opened, so a line rewritten
+        since must be an error here, not a wrong event or a parse failure further up."""
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            obj = None
+        if (
+            type(obj) is not dict
+            or obj.get("seq") != index
+            or type(obj.get("time")) is not int
+            or type(obj.get("type")) is not str
+            or type(obj.get("data")) is not dict
+        ):
+            raise self._changed(f"line {index + 2} is no longer event seq {index}")
+        return line
+
     def __iter__(self) -> Iterator[bytes]:
         n = 0
         for line in self._lines(self._start, self._end):
+            yield self._event(n, line)
             n += 1
-            yield line
         if n != self._count:
             raise self._changed(f"{n} lines where the checkpoint counted {self._count}")
 
@@ -112,7 +134,8 @@ class FileLines(Sequence[bytes]):
             if start == 0 and stop == self._count:  # the whole prefix: no index needed
                 return list(self)
             offsets = self._offsets()
-            return list(self._lines(offsets[start], offsets[stop]))
+            lines = self._lines(offsets[start], offsets[stop])
+            return [self._event(i, line) for i, line in enumerate(lines, start)]
         if index < 0:
             index += self._count
         if not 0 <= index < self._count:
@@ -121,8 +144,8 @@ class FileLines(Sequence[bytes]):
         begin, end = offsets[index], offsets[index + 1]
         line = b"".join(self._chunks(begin, end))
         if not line.endswith(b"\n") or b"\n" in line[:-1]:
-            raise self._changed(f"line {index} no longer reads as one line")
-        return line
+            raise self._changed(f"line {index + 2} no longer reads as one line")
+        return self._event(index, line)
 
     def __reversed__(self) -> Iterator[bytes]:
         for i in range(self._count - 1, -1, -1):
