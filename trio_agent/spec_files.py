@@ -10,7 +10,6 @@ files, one copy. Both are plain directories on disk.
 
 from __future__ import annotations
 
-import importlib.resources
 from pathlib import Path
 
 __all__ = ["SpecMissing", "spec_root"]
@@ -22,6 +21,10 @@ class SpecMissing(LookupError):
 
 def spec_root() -> Path:
     """The directory holding spec/README.md, spec/vectors/ and spec/schema/."""
+    # Imported here, not at the top: it costs about 4 ms, and every command's start imports
+    # this module (conform's options are part of the parser) while only conform reads spec/.
+    import importlib.resources
+
     packaged = importlib.resources.files("trio_agent") / "spec"
     if isinstance(packaged, Path) and (packaged / "vectors").is_dir():
         return packaged

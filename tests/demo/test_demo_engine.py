@@ -16,13 +16,14 @@ import trio
 from support.demo.helpers import HANG_GUARD, stepped
 from support.proc import in_group
 
-from trio_agent.demo.engine import Driver, Run, open_run
+from trio_agent.demo.engine import PACE_VAR, DemoError, Driver, Run, open_run, pace_from_env
 from trio_agent.demo.scenarios import (
     AFTER_CRASH_REQUEST,
     QUEUED_REQUEST,
     SAME_TICK_REQUEST,
     SCENARIOS,
 )
+from trio_agent.demo.workdir import TEST_PACE
 from trio_agent.log import (
     OUTCOME_UNKNOWN_TEXT,
     REAPED_TEXTS,
@@ -266,3 +267,16 @@ async def test_teardown_after_kill_stops_the_orphan(monkeypatch: pytest.MonkeyPa
                 assert in_group(pgid)  # orphaned, still running
                 nursery.cancel_scope.cancel()
     assert in_group(pgid) == []
+
+
+def test_the_pace_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$TRIO_AGENT_DEMO_PACE``: unset is the demo's own pace; a number of seconds from 0.001
+    to 10 is taken; anything else is one error naming the variable (the demo tests set 0.05)."""
+    monkeypatch.delenv(PACE_VAR, raising=False)
+    assert pace_from_env() == TEST_PACE
+    monkeypatch.setenv(PACE_VAR, " 0.25 ")
+    assert pace_from_env() == 0.25
+    for bad in ("fast", "0", "11", "nan"):
+        monkeypatch.setenv(PACE_VAR, bad)
+        with pytest.raises(DemoError, match=f"^{PACE_VAR}='{bad}': not a number of seconds"):
+            pace_from_env()
