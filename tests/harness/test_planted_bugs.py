@@ -28,8 +28,10 @@ MAX_SHRUNK = 8
 #: interleavings (the writer's worker thread, process exits) differ between runs, so the
 #: example that first reaches a bug differs too, and on a loaded machine a bug that needs a
 #: cancelled run still unwinding was once first reached after more than 300 examples (and
-#: once took 1,183 examples, shrinking included, with two CPU-bound processes beside it).
-SEARCH_EXAMPLES = 3000
+#: once took 1,183 examples, shrinking included, with two CPU-bound processes beside it;
+#: cancelled-approval-rejected was seen at 1,280 and at 2,575 in two runs). A bug not found
+#: within the cap fails its test, so the cap sits far above the worst run seen.
+SEARCH_EXAMPLES = 10_000
 
 
 @pytest.mark.slow  # long: make test-fast leaves it out
