@@ -66,7 +66,16 @@ from .checks import (
 )
 from .durability import DURABILITY_RULES, DerivedDurability
 from .plan import MENU_NAMES
-from .protocol import POINTS, Adapter, AdapterError, NoReply, Reply, RunStopped
+from .protocol import (
+    CANCEL_ONLY_POINTS,
+    OBSERVER_POINTS,
+    POINTS,
+    Adapter,
+    AdapterError,
+    NoReply,
+    Reply,
+    RunStopped,
+)
 from .refmodel import MODEL_RULES, ModelViolation, ReferenceModel
 from .wire import check_request
 
@@ -498,6 +507,10 @@ class HarnessMachine(RuleBasedStateMachine):
             action = {k: v for k, v in action.items() if k != "after_write"} | (
                 {"after_write": False} if action["kind"] == "crash" else {}
             )
+        if point in CANCEL_ONLY_POINTS and action["kind"] != "cancel":
+            action = {"kind": "cancel", "cause": "user", "keep_inbox": False}
+        if action["kind"] == "cancel" and point in OBSERVER_POINTS:
+            action = {**action, "keep_inbox": True}  # issued inside an observer: it cannot clear
         self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
         # Armed before the request: after a held cancel the trap can fire while the world
         # settles in the arm's own reply (its fire entry then disarms it, as any other).
@@ -810,6 +823,27 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
                 {"point": "tool/call:after", "action": {"kind": "disk", "fail": 2}, "tear": None},
             ),
             ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
+        "K6, K17: a cancel after the assistant message prepares no call; a cancel in the "
+        "dispatch flush, after its write, starts no body",
+        (
+            ("begin", {"plan": ["job"]}),
+            (
+                "provoke",
+                {"point": "assistant/message:observer", "action": _CANCEL_TRAP, "tear": None},
+            ),
+            ("provoke", {"point": "tool/call:flushed", "action": _CANCEL_TRAP, "tear": None}),
+        ),
+    ),
+    (
+        "K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
+        "turn/end observer reaches the next turn's controller",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("provoke", {"point": "finish:observer", "action": _CANCEL_TRAP, "tear": None}),
+            ("provoke", {"point": "turn/end:observer", "action": _CANCEL_TRAP, "tear": None}),
         ),
     ),
     (
