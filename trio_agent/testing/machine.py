@@ -68,6 +68,7 @@ from .durability import DURABILITY_RULES, DerivedDurability
 from .plan import MENU_NAMES
 from .protocol import (
     CANCEL_ONLY_POINTS,
+    CRASH_POINTS,
     OBSERVER_POINTS,
     POINTS,
     Adapter,
@@ -524,7 +525,7 @@ class HarnessMachine(RuleBasedStateMachine):
         self._request({"op": "advance", "ticks": ticks, "seconds": 1.0})
 
     @precondition(lambda self: self._alive() and self.armed is None)
-    @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)
+    @rule(point=st.sampled_from(CRASH_POINTS), action=actions, tear=tears)
     def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
         """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
         agent is idle again): one rule that reaches a named point."""
@@ -539,6 +540,13 @@ class HarnessMachine(RuleBasedStateMachine):
                 self._drive(1, True)
         finally:
             self.trace[before:] = [f"provoke{self.trace[before][3:]}"]
+
+    @precondition(lambda self: self._alive() and self.armed is None)
+    @rule(point=st.sampled_from(CANCEL_ONLY_POINTS), cause=causes, keep_inbox=st.booleans())
+    def provoke_between(self, point: str, cause: str, keep_inbox: bool) -> None:
+        """:meth:`provoke` at a point between seams, which takes only a cancel. A rule of its
+        own, so the other points are drawn as often as before these existed."""
+        self.provoke(point, {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}, None)
 
     @precondition(lambda self: self._alive() and self._running())
     @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
