@@ -1,6 +1,6 @@
 """The reference model: what must happen to queued messages and to turns (pure, no trio, no I/O).
 
-It is written from the spec (spec/cancel.md K1-K5, K7-K12, K14-K16, K18-K19, K21-K22;
+It is written from the spec (spec/cancel.md K1-K12, K14-K19, K21-K22;
 spec/consumed-work.md), not from the runtime's code, and replays the journal a world reports
 (spec/harness.md §Journal entries): the harness's actions (sends, cancels, shutdown), the
 runtime's events and every appended log event, in the order they happened. For each item it
@@ -20,6 +20,9 @@ its own:
   checkpoint, a shutdown, or in a reopened session: *parked* work, K8/K21);
 * that every runtime event naming a cause names the cancel's (K4), every hook gets the turn
   and step it runs for (K9), and a step's calls are prepared group by group (K15);
+* where a cancel landed between seams: no call is prepared after it (K6), a cancel after the
+  ``finish`` chunk still cuts the stream (K14), one after a hand-off reaches the next
+  controller (K7), and a call cancelled in its dispatch flush never starts its body (K17);
 * the consumed-work flag: ``dropped_unrun`` is true exactly when a cancel dropped queued
   messages after the last turn that consumed input.
 
