@@ -94,6 +94,31 @@ HELD_SCRIPT: list[dict[str, Any]] = [
 ]
 
 
+def _cancel_at(point: str, *, keep_inbox: bool = True) -> dict[str, Any]:
+    action = {"kind": "cancel", "cause": "user", "keep_inbox": keep_inbox}
+    return {"op": "arm", "point": point, "action": action}
+
+
+#: A cancel at each point between seams (spec/harness.md §Named points and traps): in the
+#: dispatch flush of turn 1's sleep, after turn 2's finish chunk, from turn 3's turn/end
+#: observer (the next turn is prevented, "four" parks), after turn 4's assistant message.
+BETWEEN_SCRIPT: list[dict[str, Any]] = [
+    _cancel_at("tool/call:flushed", keep_inbox=False),
+    {"op": "followup", "text": "one"},
+    {"op": "advance", "ticks": 8, "seconds": 1},
+    _cancel_at("finish:observer"),
+    {"op": "followup", "text": "two"},
+    {"op": "advance", "ticks": 8, "seconds": 1},
+    _cancel_at("turn/end:observer"),
+    {"op": "followup", "text": "three"},
+    {"op": "followup", "text": "four"},
+    {"op": "advance", "ticks": 8, "seconds": 1},
+    _cancel_at("assistant/message:observer"),
+    {"op": "followup", "text": "five"},
+    {"op": "advance", "ticks": 12, "seconds": 1},
+]
+
+
 def _normalized(adapter: Adapter, log: Path, script: list[dict[str, Any]] = SCRIPT) -> list[Any]:
     """Run ``script``; return every journal entry with message ids made positional."""
     ids: dict[str, str] = {}
@@ -125,6 +150,19 @@ def test_in_process_and_subprocess_adapters_report_the_same_journal(tmp_path: Pa
     a = _normalized(InProcessAdapter(), tmp_path / "a" / "s" / "session.jsonl")
     b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl")
     assert a[-1][2] is True  # the script ends in a crash
+    assert a == b
+
+
+def test_both_adapters_land_a_cancel_between_seams_alike(tmp_path: Path) -> None:
+    a = _normalized(InProcessAdapter(), tmp_path / "a" / "s" / "session.jsonl", BETWEEN_SCRIPT)
+    b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl", BETWEEN_SCRIPT)
+    fired = [e["point"] for step in a for e in step[1] if e["k"] == "fire"]
+    assert fired == [
+        "tool/call:flushed",
+        "finish:observer",
+        "turn/end:observer",
+        "assistant/message:observer",
+    ]
     assert a == b
 
 

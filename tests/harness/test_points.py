@@ -13,7 +13,7 @@ import pytest
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import HarnessMachine, machine_for
-from trio_agent.testing.protocol import POINTS
+from trio_agent.testing.protocol import CRASH_POINTS, trap_points
 
 Points = machine_for(InProcessAdapter, profile="named points")
 
@@ -46,7 +46,7 @@ def _run(point: str, action: dict[str, Any], tear: int | None) -> HarnessMachine
 CASES = [
     pytest.param(point, action, id=f"{name}@{point}")
     for name, action in ACTIONS
-    for point in POINTS
+    for point in trap_points(action["kind"])
     if name != "crash-after-write" or point == "flush"
 ]
 
@@ -57,7 +57,7 @@ def test_each_point(point: str, action: dict[str, Any]) -> None:
     assert machine.fired[:1] == [f"{action['kind']}@{point}"]
 
 
-@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("point", CRASH_POINTS)
 def test_each_point_with_a_torn_last_line(point: str) -> None:
     action = {"kind": "crash", "after_write": point == "flush"}
     machine = _run(point, action, tear=7)

@@ -16,7 +16,7 @@ from trio_agent.runtime.scheduler import (
     DENIED_TEXT,
     FAILED_TEXT,
 )
-from trio_agent.testing.plan import FINAL_ENTRY, MENU, expected_chunks, plan_entry
+from trio_agent.testing.plan import FINAL_ENTRY, MENU, expected_chunks, plan_entry, unstarted_text
 
 SPEC = (Path(__file__).resolve().parents[2] / "spec" / "harness.md").read_text("utf-8")
 SECTION = SPEC.split("### The scripted world\n", 1)[1].split("\n### ", 1)[0]
@@ -65,3 +65,13 @@ def test_the_result_texts_are_the_runtimes() -> None:
     assert DENIED_TEXT.format(name="job") in text
     assert FAILED_TEXT.format(name="job", error="RuntimeError: job <callId> failed") in text
     assert "`job <callId> done`" in text and '"text": "job <callId> started\\n"' in text
+
+
+def test_the_unstarted_text_the_model_compares_is_the_runtimes() -> None:
+    """A cancel in the dispatch flush (``tool/call:flushed``): the reference model compares
+    the result with plan.py's text, which must be the runtime's and the table's (K17)."""
+    for name in ("job", "sleep"):
+        assert unstarted_text(name) == ABORTED_BEFORE_START_TEXT.format(name=name)
+    assert unstarted_text("<name>") in "\n".join(
+        " | ".join(row) for row in rows("| call | body | result |")
+    )

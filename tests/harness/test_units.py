@@ -15,7 +15,14 @@ from trio_agent.testing.checks import (
     check_reopened,
     tear_last_line,
 )
-from trio_agent.testing.plan import FINAL_ENTRY, MENU, entry_kind, expected_chunks, plan_entry
+from trio_agent.testing.plan import (
+    FINAL_ENTRY,
+    MENU,
+    entry_kind,
+    expected_chunks,
+    plan_entry,
+    unstarted_text,
+)
 from trio_agent.testing.refmodel import (
     Controller,
     MessageState,
@@ -539,3 +546,83 @@ def test_runtime_events_name_the_cancels_cause() -> None:
     feed(model, [act("cancel", "end", hit=True, turn=None)])
     with pytest.raises(ModelViolation, match="K4: TurnPrevented names the cause 'user'"):
         model.apply(rt("prevented", cause="user", parked=1))
+
+
+def pair_until_dispatch() -> list[dict[str, Any]]:
+    """Turn 1 step 1 of `pair` up to its message (seq 5-10), then the sleep call's bracket and
+    tool/call (seq 11-13)."""
+    return [
+        *chunks(
+            5,
+            {"type": "text-delta", "text": "two "},
+            {"type": "text-delta", "text": "things"},
+            *PAIR_CALLS,
+            {"type": "finish", "reason": "tool-calls"},
+        ),
+        message_of(
+            10, {"id": "a-1-1", "content": [{"type": "text", "text": "two things"}, *PAIR_CALLS]}
+        ),
+        *asked(11, "call-1-1-1", "sleep"),
+        event(
+            ev(
+                13,
+                "tool/call",
+                turn=1,
+                step=1,
+                callId="call-1-1-1",
+                name="sleep",
+                arguments={"seconds": 1},
+            )
+        ),
+    ]
+
+
+def trap_cancel(where: str) -> list[dict[str, Any]]:
+    return [
+        act("cancel", "begin", cause="user", keep_inbox=True, where=where),
+        act("cancel", "end", hit=True, turn=1),
+    ]
+
+
+def test_no_call_is_prepared_after_a_cancel_reached_the_turn() -> None:
+    """K6: a cancel that landed after the assistant message (from its observer) leaves every
+    call unprepared: no approval/asked, no tool/call."""
+    message = pair_until_dispatch()[:6]
+    model = ReferenceModel(["pair"])
+    feed(model, [*WAKE, *message, *trap_cancel("assistant/message:observer")])
+    assert model.exercised["K6 no call is prepared after the cancel"] == 1
+    with pytest.raises(ModelViolation, match=r"asks for the approval of call-1-1-1 .*\(K6"):
+        feed(model, asked(11, "call-1-1-1", "sleep"))
+
+
+def test_a_call_cancelled_in_its_dispatch_flush_never_starts() -> None:
+    """K17: after a cancel at tool/call:flushed the call writes no output, and its result is
+    ABORTED with the "before its body started" text, nothing else."""
+
+    def result(content: str) -> dict[str, Any]:
+        return event(
+            ev(
+                14,
+                "tool/result",
+                turn=1,
+                step=1,
+                callId="call-1-1-1",
+                isError=True,
+                content=content,
+                error={"code": "ABORTED"},
+            )
+        )
+
+    before = [*WAKE, *pair_until_dispatch(), *trap_cancel("tool/call:flushed")]
+    model = ReferenceModel(["pair"])
+    feed(model, [*before, result(unstarted_text("sleep"))])
+    assert model.exercised["K17 a cancel in the dispatch flush starts no body"] == 1
+    model = ReferenceModel(["pair"])
+    feed(model, before)
+    with pytest.raises(ModelViolation, match=r"cancelled in the flush after its tool/call.*K17"):
+        model.apply(result("The sleep call was cancelled while it ran; it has stopped."))
+    model = ReferenceModel(["pair"])
+    feed(model, before)
+    output = ev(14, "tool/output", turn=1, step=1, callId="call-1-1-1", stream="stdout", text="x")
+    with pytest.raises(ModelViolation, match=r"tool/output of call-1-1-1.*its body ran"):
+        model.apply(event(output))

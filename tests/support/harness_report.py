@@ -15,7 +15,7 @@ import pytest
 
 from support.harness_settings import SEED
 from trio_agent.testing.machine import COVERAGE, EXAMPLES, RULE_NAMES, RULES, TRAP_KINDS
-from trio_agent.testing.protocol import POINTS
+from trio_agent.testing.protocol import POINTS, trap_points
 
 #: bug name -> the rules of the shrunk counterexample the machine found
 #: (tests/support/harness/planted.py).
@@ -60,14 +60,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         labels = {label for (p, label) in COVERAGE if p == profile}
         parts = []
         for action in TRAP_KINDS:
-            named = sorted(p for p in POINTS if f"{action}@{p}" in labels)
+            named = sorted(p for p in trap_points(action) if f"{action}@{p}" in labels)
             other = sorted(
                 label.split("@", 1)[1]
                 for label in labels
                 if label.startswith(action + "@") and label.split("@", 1)[1] not in POINTS
             )
             parts.append(
-                f"{action}: {len(named)}/{len(POINTS)} named points"
+                f"{action}: {len(named)}/{len(trap_points(action))} named points"
                 + (f" (+ parked at {', '.join(other)})" if other else "")
             )
         tr.write_line(f"{profile}: {count} examples; " + "; ".join(parts))
@@ -82,7 +82,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         missing = [
             f"{action}@{p}"
             for action in TRAP_KINDS
-            for p in POINTS
+            for p in trap_points(action)
             if f"{action}@{p}" not in labels
         ]
         if missing and not profile.startswith("planted"):

@@ -28,7 +28,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
-from ..testing.protocol import MAX_LINE, POINTS, PROTOCOL, AdapterError, RunStopped
+from ..testing.protocol import MAX_LINE, POINTS, PROTOCOL, AdapterError, RunStopped, trap_points
 from .program import ProgramCommand, UsageError
 
 __all__ = ["add_parser", "coverage_table", "main", "rule_table", "run_harness"]
@@ -52,7 +52,12 @@ def coverage_table(profile: str) -> list[str]:
         {label.split("@", 1)[1] for label in counts} - set(POINTS),
     )
     lines.extend(row("(parked) " + where, where) for where in parked)
-    missing = [f"{kind}@{p}" for p in POINTS for kind in TRAP_KINDS if f"{kind}@{p}" not in counts]
+    missing = [
+        f"{kind}@{p}"
+        for p in POINTS
+        for kind in TRAP_KINDS
+        if p in trap_points(kind) and f"{kind}@{p}" not in counts
+    ]
     lines.append(
         f"{EXAMPLES.get(profile, 0)} examples; "
         + (f"not reached: {', '.join(missing)}" if missing else "every point reached every way")

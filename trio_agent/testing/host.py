@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 
-from .protocol import POINTS, PROTOCOL, AdapterError, Reply
+from .protocol import OBSERVER_POINTS, POINTS, PROTOCOL, AdapterError, Reply, trap_points
 from .wire import (
     AdvanceRequest,
     ApprovalRequest,
@@ -124,7 +124,19 @@ class WorldHost:
                     raise RequestError("fail must be an integer in 0..100")
                 world.ops.fail_next += fail
             case ArmRequest(point=point, action=action):
-                world.arm(point, attrs.asdict(action))
+                armed = attrs.asdict(action)
+                if point not in trap_points(armed["kind"]):
+                    raise RequestError(f"{point} takes only a cancel trap, not {armed['kind']}")
+                if (
+                    point in OBSERVER_POINTS
+                    and armed["kind"] == "cancel"
+                    and not armed["keep_inbox"]
+                ):
+                    raise RequestError(
+                        f"a cancel at {point} must keep the inbox (keep_inbox: true): it is "
+                        "issued inside a session observer, where clearing the inbox cannot append"
+                    )
+                world.arm(point, armed)
             case BareRequest(op="flush"):
                 self._nursery.start_soon(world.flush_task)
             case BareRequest(op="shutdown"):

@@ -66,7 +66,17 @@ from .checks import (
 )
 from .durability import DURABILITY_RULES, DerivedDurability
 from .plan import MENU_NAMES
-from .protocol import POINTS, Adapter, AdapterError, NoReply, Reply, RunStopped
+from .protocol import (
+    CANCEL_ONLY_POINTS,
+    CRASH_POINTS,
+    OBSERVER_POINTS,
+    POINTS,
+    Adapter,
+    AdapterError,
+    NoReply,
+    Reply,
+    RunStopped,
+)
 from .refmodel import MODEL_RULES, ModelViolation, ReferenceModel
 from .wire import check_request
 
@@ -498,6 +508,10 @@ class HarnessMachine(RuleBasedStateMachine):
             action = {k: v for k, v in action.items() if k != "after_write"} | (
                 {"after_write": False} if action["kind"] == "crash" else {}
             )
+        if point in CANCEL_ONLY_POINTS and action["kind"] != "cancel":
+            action = {"kind": "cancel", "cause": "user", "keep_inbox": False}
+        if action["kind"] == "cancel" and point in OBSERVER_POINTS:
+            action = {**action, "keep_inbox": True}  # issued inside an observer: it cannot clear
         self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
         # Armed before the request: after a held cancel the trap can fire while the world
         # settles in the arm's own reply (its fire entry then disarms it, as any other).
@@ -511,7 +525,7 @@ class HarnessMachine(RuleBasedStateMachine):
         self._request({"op": "advance", "ticks": ticks, "seconds": 1.0})
 
     @precondition(lambda self: self._alive() and self.armed is None)
-    @rule(point=st.sampled_from(POINTS), action=actions, tear=tears)
+    @rule(point=st.sampled_from(CRASH_POINTS), action=actions, tear=tears)
     def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
         """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
         agent is idle again): one rule that reaches a named point."""
@@ -526,6 +540,13 @@ class HarnessMachine(RuleBasedStateMachine):
                 self._drive(1, True)
         finally:
             self.trace[before:] = [f"provoke{self.trace[before][3:]}"]
+
+    @precondition(lambda self: self._alive() and self.armed is None)
+    @rule(point=st.sampled_from(CANCEL_ONLY_POINTS), cause=causes, keep_inbox=st.booleans())
+    def provoke_between(self, point: str, cause: str, keep_inbox: bool) -> None:
+        """:meth:`provoke` at a point between seams, which takes only a cancel. A rule of its
+        own, so the other points are drawn as often as before these existed."""
+        self.provoke(point, {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}, None)
 
     @precondition(lambda self: self._alive() and self._running())
     @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
@@ -810,6 +831,27 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
                 {"point": "tool/call:after", "action": {"kind": "disk", "fail": 2}, "tear": None},
             ),
             ("drive", {"ticks": 10, "finish": True}),
+        ),
+    ),
+    (
+        "K6, K17: a cancel after the assistant message prepares no call; a cancel in the "
+        "dispatch flush, after its write, starts no body",
+        (
+            ("begin", {"plan": ["job"]}),
+            (
+                "provoke",
+                {"point": "assistant/message:observer", "action": _CANCEL_TRAP, "tear": None},
+            ),
+            ("provoke", {"point": "tool/call:flushed", "action": _CANCEL_TRAP, "tear": None}),
+        ),
+    ),
+    (
+        "K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
+        "turn/end observer reaches the next turn's controller",
+        (
+            ("begin", {"plan": ["talk"]}),
+            ("provoke", {"point": "finish:observer", "action": _CANCEL_TRAP, "tear": None}),
+            ("provoke", {"point": "turn/end:observer", "action": _CANCEL_TRAP, "tear": None}),
         ),
     ),
     (

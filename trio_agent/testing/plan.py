@@ -34,6 +34,7 @@ __all__ = [
     "job_done_text",
     "job_failed_text",
     "plan_entry",
+    "unstarted_text",
 ]
 
 #: Virtual seconds the scripted model sleeps before each chunk.
@@ -69,6 +70,15 @@ def job_failed_text(call_id: str) -> str:
     """The result of a ``job`` call the driver failed: the runtime's failure text (K18) around
     the body's ``RuntimeError`` (spec/harness.md §The scripted world)."""
     return f"The job call failed: RuntimeError: job {call_id} failed"
+
+
+def unstarted_text(name: str) -> str:
+    """The result of a call cancelled in its dispatch flush, after its ``tool/call`` was
+    written, before its body started (K17; spec/harness.md §The scripted world)."""
+    return (
+        f"The {name} call was cancelled after it was dispatched but before its body started; "
+        "nothing ran."
+    )
 
 
 #: Played from step 3 on, so that every turn ends after a bounded number of steps.

@@ -12,19 +12,22 @@ from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 __all__ = [
+    "CANCEL_ONLY_POINTS",
     "CANCEL_POINTS",
     "CRASH_POINTS",
     "MAX_LINE",
+    "OBSERVER_POINTS",
     "OPS",
     "POINTS",
     "PROTOCOL",
     "Adapter",
     "AdapterError",
     "Reply",
+    "trap_points",
 ]
 
 #: Name and version of the wire protocol (the ``hello`` answer carries it).
-PROTOCOL: Final = "trio-agent-harness/2"
+PROTOCOL: Final = "trio-agent-harness/3"
 #: Default bound on one line the implementation writes (an ``opened`` entry carries the log);
 #: here, not in :mod:`.pipe`, so the CLI's parser names it without importing the pipe.
 MAX_LINE: Final = 8 << 20
@@ -37,14 +40,31 @@ POINTS: Final = (
     "step/start:after",  # step/start appended
     "stream:mid",  # the first text chunk of a step appended (mid-stream)
     "tool/call:after",  # the dispatch marker appended, not yet flushed
+    "tool/call:flushed",  # its dispatch flush wrote the marker; the runtime not yet resumed
     "tool:running",  # a tool body started (its tool/call flush returned)
     "approval:waiting",  # the approver is waiting for a decision
     "step/end:after",  # step/end appended
     "turn/end:after",  # turn/end appended, before the checkpoint flush
     "flush",  # a batch of the writer is about to be written (a flush is in flight)
+    "finish:observer",  # inside the session observer of a step's finish chunk
+    "assistant/message:observer",  # inside the session observer of assistant/message
+    "turn/end:observer",  # inside the session observer of turn/end
 )
-CRASH_POINTS: Final = POINTS
+#: Points inside a session observer: a cancel trap is issued right there, so it must keep
+#: the inbox (clearing it appends, which an observer may not; spec/harness.md §Named points
+#: and traps).
+OBSERVER_POINTS: Final = ("finish:observer", "assistant/message:observer", "turn/end:observer")
+#: Points that take only a cancel trap: a crash or a disk failure there would be one at a
+#: neighbouring point (the dispatch flush's write is done, an observer appends nothing).
+CANCEL_ONLY_POINTS: Final = ("tool/call:flushed", *OBSERVER_POINTS)
+CRASH_POINTS: Final = tuple(p for p in POINTS if p not in CANCEL_ONLY_POINTS)
 CANCEL_POINTS: Final = POINTS
+
+
+def trap_points(kind: str) -> tuple[str, ...]:
+    """The named points a trap of ``kind`` (``crash``, ``cancel``, ``disk``) may be armed at."""
+    return CANCEL_POINTS if kind == "cancel" else CRASH_POINTS
+
 
 #: Requests a driven implementation answers (spec/harness.md §Requests).
 OPS: Final = (

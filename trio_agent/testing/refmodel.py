@@ -1,6 +1,6 @@
 """The reference model: what must happen to queued messages and to turns (pure, no trio, no I/O).
 
-It is written from the spec (spec/cancel.md K1-K5, K7-K12, K14-K16, K18-K19, K21-K22;
+It is written from the spec (spec/cancel.md K1-K12, K14-K19, K21-K22;
 spec/consumed-work.md), not from the runtime's code, and replays the journal a world reports
 (spec/harness.md §Journal entries): the harness's actions (sends, cancels, shutdown), the
 runtime's events and every appended log event, in the order they happened. For each item it
@@ -20,6 +20,9 @@ its own:
   checkpoint, a shutdown, or in a reopened session: *parked* work, K8/K21);
 * that every runtime event naming a cause names the cancel's (K4), every hook gets the turn
   and step it runs for (K9), and a step's calls are prepared group by group (K15);
+* where a cancel landed between seams: no call is prepared after it (K6), a cancel after the
+  ``finish`` chunk still cuts the stream (K14), one after a hand-off reaches the next
+  controller (K7), and a call cancelled in its dispatch flush never starts its body (K17);
 * the consumed-work flag: ``dropped_unrun`` is true exactly when a cancel dropped queued
   messages after the last turn that consumed input.
 
@@ -47,6 +50,7 @@ from .plan import (
     job_done_text,
     job_failed_text,
     plan_entry,
+    unstarted_text,
 )
 
 __all__ = [
@@ -69,6 +73,8 @@ MODEL_RULES: Final = (
     "K5 an idle cancel reaches nothing",
     "K5 a cancel drops the queue",
     "K5 keep_inbox keeps the queue",
+    "K6 no call is prepared after the cancel",
+    "K7 a cancel after turn/end reaches the next controller",
     "K8 a steer after an abort goes next-turn",
     "K8 a latched wake replays",
     "K9 a hook gets the turn and step it runs for",
@@ -83,8 +89,10 @@ MODEL_RULES: Final = (
     "K14 the message of a finished step",
     "K14 the interrupted message of a cut stream",
     "K14 a chunk every virtual second",
+    "K14 a cancel after the finish chunk still cuts the stream",
     "K15 a non-parallel call waits for the calls before it",
     "K16 the result of a finished job",
+    "K17 a cancel in the dispatch flush starts no body",
     "K18 the result of a failed job",
     "K18 the result of a denied call",
     "K19 a cancelled turn ends aborted",
@@ -153,6 +161,9 @@ class TurnRecord:
     stopping: int = 0  # the step the turn-stopping hook last ran after (K10)
     approvals: dict[str, str] = attrs.Factory(dict)  # approval id -> call id (asked)
     allowed: set[str] = attrs.Factory(set)  # call ids whose approval was decided allowed
+    dispatched: list[str] = attrs.Factory(list)  # call ids with a tool/call, in order
+    #: The call a cancel reached in its dispatch flush: its body must never start (K17).
+    unstarted: str | None = None
 
     @property
     def cut(self) -> bool:
@@ -178,6 +189,7 @@ class _Cancel:
     drops: list[tuple[str, list[str]]]
     predicted_hit: bool
     controller_turn: int | None
+    where: str = ""
 
 
 class ReferenceModel:
@@ -334,7 +346,9 @@ class ReferenceModel:
                 self._send_end(entry)
         elif op == "cancel":
             if phase == "begin":
-                self._cancel_begin(entry["cause"], bool(entry["keep_inbox"]))
+                self._cancel_begin(
+                    entry["cause"], bool(entry["keep_inbox"]), entry.get("where", "")
+                )
             else:
                 self._cancel_end(entry.get("hit"), entry.get("turn"))
         elif op in ("tool", "approval"):
@@ -368,7 +382,7 @@ class ReferenceModel:
         elif send.after_abort and self.abort_cause != "disposed":
             self.latch = True
 
-    def _cancel_begin(self, cause: str, keep_inbox: bool) -> None:
+    def _cancel_begin(self, cause: str, keep_inbox: bool, where: str = "") -> None:
         if keep_inbox and any(self.queues.values()):
             self._saw("K5 keep_inbox keeps the queue")
         drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
@@ -376,7 +390,7 @@ class ReferenceModel:
             self.latch = False
         predicted = self.controller is not Controller.NONE and not self.controller_cancelled
         turn = self.controller_turn if self.controller is Controller.BOUND else None
-        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn)
+        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn, where)
 
     def _cancel_end(self, hit: object, turn: object) -> None:
         cancel = self._cancel
@@ -401,6 +415,10 @@ class ReferenceModel:
                 f"the live controller governs turn {turn}, the model says {cancel.controller_turn}"
             )
         if cancel.predicted_hit:
+            if self.controller is Controller.UNBOUND and self._handed_off:
+                # K7: cancelled after a turn's hand-off (from an observer of its turn/end, or
+                # during its checkpoint): the next turn's controller was installed first.
+                self._saw("K7 a cancel after turn/end reaches the next controller")
             self.controller_cancelled = True
             self.after_abort = True
             self.abort_cause = cancel.cause
@@ -411,6 +429,24 @@ class ReferenceModel:
                     self.fail(f"cancel reached turn {record.number}, which already ended (K7)")
                 record.hit = True
                 record.cause = cancel.cause
+                self._hit_where(record, cancel.where)
+
+    def _hit_where(self, record: TurnRecord, where: str) -> None:
+        """What a cancel that just reached ``record``'s turn decides, by where it landed: after
+        the open step's ``finish`` chunk and before its message, the stream is still cut
+        (K14); after its ``assistant/message``, no call not yet prepared may be (K6); in the
+        flush after a ``tool/call`` (``tool/call:flushed``), that call's body never starts
+        (K17). The checks are where the events come."""
+        if record.open_step is None:
+            return
+        if record.finish not in (None, "error") and not record.message:
+            self._saw("K14 a cancel after the finish chunk still cuts the stream")
+        asked = set(record.approvals.values())
+        if record.message and any(c.get("id") not in asked for c in record.calls):
+            self._saw("K6 no call is prepared after the cancel")
+        if where == "tool/call:flushed" and record.dispatched:
+            self._saw("K17 a cancel in the dispatch flush starts no body")
+            record.unstarted = record.dispatched[-1]
 
     def _hook(self, name: str, turn: int, step: int) -> None:
         """K9: every seam gets the turn and step it runs for: the pre-step hook the step about
@@ -826,7 +862,19 @@ class ReferenceModel:
     def _on_approval_asked(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
         record.approvals[data["id"]] = data["callId"]
+        self._not_after_cancel(record, "asks for the approval of", data["callId"], seq)
         self._grouped(record, data["callId"], seq)
+
+    def _not_after_cancel(self, record: TurnRecord, what: str, call: str, seq: int) -> None:
+        """K6: the loop checks the cancel before each call is prepared (its approval, then its
+        dispatch), so once a cancel reached the turn no call is asked for or dispatched; every
+        call not yet prepared gets ``ABORTED_BEFORE_DISPATCH`` (K11, K18)."""
+        if record.hit and not self.repairing:
+            self.fail(
+                f"seq {seq}: turn {record.number} {what} {call} after a cancel reached it (K6: "
+                "the cancel is checked before each call is prepared; the call gets "
+                "ABORTED_BEFORE_DISPATCH without approval/asked or tool/call)"
+            )
 
     def _grouped(self, record: TurnRecord, call: str, seq: int) -> None:
         """K15: calls are prepared (asked, with the world's approver) group by group: a call
@@ -875,11 +923,22 @@ class ReferenceModel:
 
     def _on_tool_call(self, data: Mapping[str, Any], seq: int) -> None:
         record = self.turns[data["turn"]]
+        record.dispatched.append(data["callId"])
+        self._not_after_cancel(record, "dispatches", data["callId"], seq)
         if data["callId"] not in record.allowed:
             self.fail(
                 f"seq {seq}: tool/call {data['callId']} without an allowed approval bracket "
                 "(K11: with an approver every dispatchable call is asked, then decided, "
                 "before its tool/call)"
+            )
+
+    def _on_tool_output(self, data: Mapping[str, Any], seq: int) -> None:
+        record = self.turns.get(data["turn"])
+        if record is not None and record.unstarted == data["callId"]:
+            self.fail(
+                f"seq {seq}: tool/output of {data['callId']}, whose turn was cancelled in the "
+                "flush after its tool/call: its body ran (K17: it must not start; the cancel is "
+                "checked when the flush returns)"
             )
 
     def _on_tool_result(self, data: Mapping[str, Any], seq: int) -> None:
@@ -894,10 +953,20 @@ class ReferenceModel:
         tool = self._decided.pop(("tool", call), None)
         approval = self._decided.pop(("approval", call), None)
         record = self.turns.get(data["turn"])
-        if self.repairing or record is None or record.hit:
-            return
         code = (data.get("error") or {}).get("code")
         got = (data["isError"], code, data["content"])
+        if record is not None and record.unstarted == call and not self.repairing:
+            name = next((c.get("name") for c in record.calls if c.get("id") == call), "?")
+            want_unstarted = (True, "ABORTED", unstarted_text(str(name)))
+            if got != want_unstarted:
+                self.fail(
+                    f"seq {seq}: the result of {call}, cancelled in the flush after its "
+                    f"tool/call, is isError={got[0]}, code {got[1]!r}, content {got[2]!r}; "
+                    f"expected isError=True, code 'ABORTED', content {want_unstarted[2]!r} (K17: "
+                    "its body never started; spec/harness.md §The scripted world)"
+                )
+        if self.repairing or record is None or record.hit:
+            return
         want: tuple[bool, str | None, str] | None = None
         if approval == "deny":
             want = (True, "DENIED", "The job call was not approved, so it did not run.")

@@ -25,12 +25,16 @@ deterministic: the same requests give the same journal, whatever the threads' ti
 
 **Traps** (``arm``): a crash or a cancel at a named point (:data:`~.protocol.POINTS`). Points
 are detected by a session observer ("just after event X was appended"), a runtime listener
-(``turn/start:before``), a seam (``tool:running``, ``approval:waiting``) or the I/O gate
-(``flush``). A crash snapshots the file bytes on the spot (they cannot be in flight). A cancel
-is never issued from an observer (``cancel`` appends splices, and observers must not append):
+(``turn/start:before``), a seam (``tool:running``, ``approval:waiting``), the I/O gate
+(``flush``) or the return of the flush after a ``tool/call`` (``tool/call:flushed``). A crash
+snapshots the file bytes on the spot (they cannot be in flight). A cancel at an event point is
+not issued from the observer (``cancel`` may append splices, and observers must not append):
 it is recorded and issued synchronously at the next harness seam the turn enters (hook, model
 read, approver, tool body) or, if the turn reaches none first, at the next quiescent point of
-:meth:`settle` -- for a flush in flight, while its batch still waits at the gate.
+:meth:`settle` -- for a flush in flight, while its batch still waits at the gate. The
+``…:observer`` points are the exception: their cancel keeps the inbox, so it appends nothing
+and is issued inside the observer, where no seam could land it (after the ``finish`` chunk,
+after ``assistant/message``, after ``turn/end``).
 
 Everything the world observes is reported in order through ``emit`` as *journal entries*
 (spec/harness.md §Journal entries): appended events, runtime events, the harness's own actions and
@@ -40,7 +44,7 @@ fired traps. The reference model replays them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -63,6 +67,7 @@ from ..runtime import (
 )
 from ..store import JsonlStore, Session
 from .gated_fs import GatedFileOps
+from .protocol import OBSERVER_POINTS
 from .seams import Gate, GateApprover, JobTool, PlanModel, SeamHooks, WatchedSleep, cancel_cause
 
 __all__ = ["SESSION_ID", "World", "session_root"]
@@ -71,10 +76,23 @@ __all__ = ["SESSION_ID", "World", "session_root"]
 SESSION_ID: Final = "s"
 #: The writer's batching window (virtual seconds).
 WINDOW: Final = 0.02
+#: Points whose cancel trap is issued where the point is reached, not at the next seam.
+_CANCEL_AT_ONCE: Final = (
+    "turn/start:before",
+    "tool:running",
+    "approval:waiting",
+    "flush",
+    "tool/call:flushed",
+    *OBSERVER_POINTS,
+)
 #: Longest real time :meth:`World.settle` waits for a worker thread before looking again.
 _POLL: Final = 0.002
 
 Emit = Callable[[dict[str, Any]], None]
+
+
+async def _no_flush() -> None:
+    raise RuntimeError("no session is open")
 
 
 def session_root(log_path: str | os.PathLike[str]) -> Path:
@@ -128,6 +146,7 @@ class World:
         self._checkpoint_failed = False
         self.snapshot: bytes | None = None
         self._poll_limiter = trio.CapacityLimiter(1)
+        self._flush: Callable[[], Awaitable[None]] = _no_flush
         self._t0 = 0.0
 
     # -- journal -------------------------------------------------------------------------------
@@ -181,6 +200,7 @@ class World:
                         }
                     )
                     session.subscribe(self._observe)
+                    self._watch_dispatch_flush(session)
                     self.ops.armed = True
                     async with open_agent(
                         session,
@@ -297,8 +317,10 @@ class World:
             # The next batches fail: at tool/call:after the dispatch flush's (K17), at
             # turn/end:after the checkpoint's (K13), at flush the batch about to be written.
             self.ops.fail_next += int(action["fail"])
-        elif point in ("turn/start:before", "tool:running", "approval:waiting", "flush"):
-            # A runtime listener, a seam or the quiescent I/O gate: cancelling here is allowed.
+        elif point in _CANCEL_AT_ONCE:
+            # A runtime listener, a seam, the quiescent I/O gate or the dispatch flush's return:
+            # cancelling here is allowed. Inside an observer only because the trap keeps the
+            # inbox (the host refuses any other cancel there), so the cancel appends nothing.
             self.cancel(action["cause"], bool(action["keep_inbox"]), where=point)
         else:
             # Inside a session observer: cancel() appends, so it waits for the next seam.
@@ -370,7 +392,7 @@ class World:
         # is in flight (a held cancel's turn unwinding) are not covered by it.
         covered = len(session.events)
         try:
-            await session.flush()
+            await self._flush()
         except OSError as exc:
             self.emit({"k": "act", "op": "flush", "phase": "end", "ok": False, "error": str(exc)})
             return
@@ -396,6 +418,23 @@ class World:
     def body_stopped(self, call_id: str) -> None:
         self.bodies.pop(call_id, None)
 
+    def _watch_dispatch_flush(self, session: Session) -> None:
+        """Reach ``tool/call:flushed`` where the flush after a ``tool/call`` (K17) has written
+        the marker and returns, before the runtime resumes: a cancel there lands inside the
+        flush's await, after its write. The session's ``flush`` is wrapped on this instance
+        (the runtime awaits ``session.flush()``); the harness's own ``flush`` request keeps
+        the original."""
+        flush = self._flush = session.flush
+        calls = self._call_seq
+
+        async def flush_then_reach() -> None:
+            dispatch = len(session.events) - 1 in calls.values()  # the last event: a tool/call
+            await flush()
+            if dispatch:
+                self.reach("tool/call:flushed")
+
+        session.flush = flush_then_reach  # type: ignore[method-assign]
+
     def _observe(self, event: Event) -> None:
         if self.dead:
             return
@@ -414,6 +453,10 @@ class World:
             if data["chunk"]["type"] == "text-delta" and key not in self._chunked:
                 self._chunked.add(key)
                 self.reach("stream:mid")
+            elif data["chunk"]["type"] == "finish":
+                self.reach("finish:observer")
+        elif kind == "assistant/message":
+            self.reach("assistant/message:observer")
         elif kind == "tool/call":
             self._call_seq[data["callId"]] = event.seq
             self.reach("tool/call:after")
@@ -434,6 +477,7 @@ class World:
             if any(t == turn for t, _ in self.streams):
                 self.violation(f"seq {event.seq}: turn/end of turn {turn} with a model stream open")
             self.reach("turn/end:after")
+            self.reach("turn/end:observer")
 
     def _on_runtime(self, event: RuntimeEvent) -> None:
         if self.dead:

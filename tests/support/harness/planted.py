@@ -24,6 +24,7 @@ from trio_agent.cancel import CancelCause, require_cause
 from trio_agent.log import build as build_module, repair as repair_module
 from trio_agent.log.events import Event
 from trio_agent.models import scripted as scripted_module
+from trio_agent.models.base import check_chunk
 from trio_agent.runtime import (
     agent as agent_module,
     scheduler as scheduler_module,
@@ -694,6 +695,124 @@ def _plant_window_never_expires(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(WritePolicy, "timer", property(_timer_only_for_retries))
 
 
+# -- 35-38: where a cancel lands between seams (K6, K7, K14, K17) -------------------------------
+
+
+async def _prepare_unchecked_after_flush(self: scheduler_module.ToolStep, slot: Any) -> bool:
+    """ToolStep._prepare, except that the cancel is not checked once the dispatch flush has
+    returned: a cancel that landed in the flush after its write lets the body start."""
+    name = slot.block["name"]
+    if slot.tool is None:
+        self._settle(
+            slot,
+            self._refused(slot, "DENIED", scheduler_module.UNKNOWN_TOOL_TEXT.format(name=name)),
+        )
+        return False
+    if self._approver is not None and not await self._approve(slot, self._approver):
+        return False
+    turn, step = self.ctx.turn, self.ctx.step
+    self.append(
+        *build_module.tool_call(turn, step, slot.block["id"], name, slot.block.get("arguments", {}))
+    )
+    slot.dispatched = True
+    try:
+        await self.session.flush()
+    except Exception as exc:
+        self._settle(slot, self._failed(slot, f"not durable: {exc}"))
+        return False
+    return True  # BUG: no checkpoint_if_cancelled: the flush returned, so the body starts (K17)
+
+
+def _plant_body_after_cancel_in_dispatch_flush(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_prepare", _prepare_unchecked_after_flush)
+
+
+def _handoff_installing_nothing(self: RunState, controller: TurnController, aborted: bool) -> None:
+    """RunState.handoff, except the next turn's controller is not installed here."""
+    controller.close()
+    self.controller = None  # BUG: the next controller comes after the checkpoint (K7)
+
+
+async def _run_controller_after_checkpoint(self: agent_module.Agent) -> None:
+    """Agent._run, except the next turn's controller is created after the checkpoint, so a
+    cancel from an observer of turn/end (or during the checkpoint) reaches nothing."""
+    state = self._state
+    controller = state.controller
+    while controller is not None:
+        if controller.cancel_called:
+            self._prevented(controller)
+            break
+        if self.lost is not None:
+            break
+        await self._runner.run(controller, state.handoff, self._ended)
+        durable = await self._checkpoint()
+        outcome = self.last_outcome
+        if outcome is None or outcome.reason == "aborted" or not durable:
+            break
+        controller = state.controller = state.activity = TurnController()  # BUG: only now
+        if not self._session.inbox.has_pending:
+            break
+    self._go_idle()
+
+
+def _plant_next_controller_after_checkpoint(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(RunState, "handoff", _handoff_installing_nothing)
+    mp.setattr(agent_module.Agent, "_run", _run_controller_after_checkpoint)
+
+
+async def _tool_step_run_unchecked(self: scheduler_module.ToolStep) -> None:
+    """ToolStep.run, except the cancel is not checked before each call is prepared."""
+    try:
+        for group in self._groups():
+            async with trio.open_nursery() as nursery:
+                for slot in group:
+                    # BUG: no checkpoint_if_cancelled: a cancel that landed after the
+                    # assistant message (no seam since) still asks for the approval (K6)
+                    if await self._prepare(slot):
+                        nursery.start_soon(self._body, slot)
+    finally:
+        if not self._is_fatal():
+            self._answer_rest()
+
+
+def _plant_call_prepared_after_cancel(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "run", _tool_step_run_unchecked)
+
+
+async def _stream_unchecked_after_finish(
+    self: turn_module.TurnRunner,
+    controller: TurnController,
+    ctx: TurnContext,
+    request: Any,
+    streamed: Any,
+) -> None:
+    """TurnRunner._stream, except the cancel is not checked after the last chunk."""
+    stream = self.model.stream(request, ctx)
+    try:
+        async for raw in stream:
+            chunk = check_chunk(raw)
+            await self.session.wait_writable()
+            self._append_chunk(ctx.turn, ctx.step, chunk)
+            if streamed.take(chunk):
+                break
+        # BUG: no checkpoint_if_cancelled: a cancel after the finish chunk writes the whole
+        # message, calls included, instead of the interrupted prefix (K14)
+    except BaseException as exc:
+        failed = isinstance(exc, Exception)
+        if (controller.cancel_called or failed) and self.fatal is None:
+            self._rescue_interrupted(ctx, streamed.text)
+        raise
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            with trio.move_on_after(turn_module.CLEANUP_BOUND, shield=True):
+                await aclose()
+
+
+def _plant_finish_then_cancel_not_cut(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(turn_module.TurnRunner, "_stream", _stream_unchecked_after_finish)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -911,5 +1030,33 @@ BUGS = [
         "batching window never makes it due (persistence.md §2)",
         _plant_window_never_expires,
         r"persistence.md §2: \d+ events stamped before",
+    ),
+    Bug(
+        "body-after-cancel-in-dispatch-flush",
+        "a cancel that lands in the flush after a tool/call, once its write is done, is not "
+        "checked when the flush returns: the body starts all the same (K17)",
+        _plant_body_after_cancel_in_dispatch_flush,
+        r"cancelled in the flush after its tool/call",
+    ),
+    Bug(
+        "next-controller-after-checkpoint",
+        "the next turn's controller is created after the checkpoint, not at the hand-off, so a "
+        "cancel from an observer of turn/end reaches nothing (K7)",
+        _plant_next_controller_after_checkpoint,
+        r"cancel returned hit=False",
+    ),
+    Bug(
+        "call-prepared-after-cancel",
+        "the cancel is not checked before a call is prepared: a cancel after the assistant "
+        "message still asks for the call's approval (K6)",
+        _plant_call_prepared_after_cancel,
+        r"after a cancel reached it \(K6",
+    ),
+    Bug(
+        "finish-then-cancel-not-cut",
+        "the cancel is not checked after the last chunk: a cancel after the finish chunk "
+        "writes the whole assistant message, not the interrupted prefix (K14)",
+        _plant_finish_then_cancel_not_cut,
+        r"assistant/message is .*\(K14\)",
     ),
 ]
