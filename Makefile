@@ -33,13 +33,14 @@ lint: $(STAMP)
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
 	$(VENV)/bin/lint-imports --no-cache --config .importlinter
 
-# The suite runs on pytest-xdist workers, one per core unless TEST_WORKERS says otherwise;
-# worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
+# The suite runs on pytest-xdist workers, one more than the cores unless TEST_WORKERS says
+# otherwise (a third of the tests' time is spent waiting on subprocesses: demo, conform,
+# browser, PostgreSQL; the extra worker fills it); worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
 # `python -m trio_agent` a test starts would otherwise compile the package from source again.
 # check-wheel runs beside the suite, its output held in build/check-wheel.log and printed
 # after: the suite's workers wait on subprocesses for part of their time, and the wheel's
 # check (most of it subprocesses too) fills that time instead of adding its own. Both must pass.
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: lint docs
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
