@@ -457,30 +457,7 @@ def asked(seq: int, call: str, name: str) -> list[dict[str, Any]]:
 
 def test_a_non_parallel_call_waits_for_the_calls_before_it() -> None:
     """K15: `pair` is a sleep (parallel), then a job (a group of its own)."""
-    stream = [
-        *chunks(
-            5,
-            {"type": "text-delta", "text": "two "},
-            {"type": "text-delta", "text": "things"},
-            *PAIR_CALLS,
-            {"type": "finish", "reason": "tool-calls"},
-        ),
-        message_of(
-            10, {"id": "a-1-1", "content": [{"type": "text", "text": "two things"}, *PAIR_CALLS]}
-        ),
-        *asked(11, "call-1-1-1", "sleep"),
-        event(
-            ev(
-                13,
-                "tool/call",
-                turn=1,
-                step=1,
-                callId="call-1-1-1",
-                name="sleep",
-                arguments={"seconds": 1},
-            )
-        ),
-    ]
+    stream = pair_until_dispatch()
     slept = event(
         ev(
             14,

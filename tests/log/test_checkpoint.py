@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
+from support.checker_state import checker_state
 
 from trio_agent.log import checkpoint as ck
 from trio_agent.log.checker import LogChecker
@@ -17,27 +18,6 @@ from trio_agent.log.events import Event, Header
 from trio_agent.testing.loggen import generate_log
 
 HEADER = encode_header(Header(id="s1", created_at=1000))
-
-
-def state(checker: LogChecker) -> tuple[Any, ...]:
-    """Everything a checker keeps (spec/invariants.md §State a checker keeps)."""
-    return (
-        checker.next_seq,
-        checker.last_turn,
-        checker.last_time,
-        checker.open_turn,
-        checker.open_step,
-        checker._last_step,
-        # "phase" is of the open step only (spec/invariants.md); step/start sets it anew
-        checker._phase if checker.open_step is not None else None,
-        checker.unanswered_calls(),
-        sorted(checker._call_ids),
-        sorted(checker._approval_ids),
-        dict(checker._open_approvals),
-        checker._repairing,
-        {t: list(q) for t, q in checker.inbox.queues.items()},
-        sorted(checker.inbox._ids),
-    )
 
 
 def lines_of(events: list[Event]) -> list[bytes]:
@@ -73,7 +53,7 @@ def test_checkpoint_plus_tail_equals_full_scan(seed: int, turns: int, data: st.D
     resumed.feed_all(cut[point:])
     full = LogChecker()
     full.feed_all(cut)
-    assert state(resumed) == state(full)
+    assert checker_state(resumed) == checker_state(full)
 
 
 def _log() -> tuple[list[bytes], ck.Checkpoint]:

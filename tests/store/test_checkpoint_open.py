@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checker_state import checker_state
 from support.store.helpers import ENOSPC, FaultyOps, assert_valid_balanced
 from support.store.workload import workload
 
 from trio_agent.log import Event, checkpoint as ck, encode_event, fold_consumed_work, scan_log
-from trio_agent.log.checker import LogChecker
 from trio_agent.store import JsonlStore, Session
 from trio_agent.store.checkpoints import file_identity, sidecar_of
 from trio_agent.store.errors import PrefixChanged
@@ -28,23 +28,6 @@ from trio_agent.store.write_policy import CheckpointCadence
 
 #: Small enough that a few turns record several checkpoints.
 EVERY = 2000
-
-
-def state(checker: LogChecker) -> tuple[Any, ...]:
-    """What a checker keeps between events (spec/invariants.md §State a checker keeps)."""
-    return (
-        checker.next_seq,
-        checker.last_turn,
-        checker.last_time,
-        checker.open_turn,
-        checker.open_step,
-        checker.unanswered_calls(),
-        sorted(checker._call_ids),
-        sorted(checker._approval_ids),
-        dict(checker._open_approvals),
-        {t: list(q) for t, q in checker.inbox.queues.items()},
-        sorted(checker.inbox._ids),
-    )
 
 
 def append_turns(session: Session, first: int, turns: int, seed: int) -> None:
@@ -71,14 +54,14 @@ async def reopen(
         async with JsonlStore(root, reap_orphans=None, checkpoint_every=every) as store:
             session = await store.open("s")
             events = list(session.events)
-            held = state(session.checker)
+            held = checker_state(session.checker)
             await session.aclose()
     return events, held, caplog.text
 
 
 def full_scan(path: Path) -> tuple[list[Event], tuple[Any, ...]]:
     scan = scan_log(path.read_bytes(), strict=False)
-    return scan.events, state(scan.checker)
+    return scan.events, checker_state(scan.checker)
 
 
 def sidecar(path: Path) -> ck.Checkpoint:
@@ -93,7 +76,7 @@ async def test_a_long_session_records_a_checkpoint_at_a_balanced_point(tmp_path:
     prefix = scan_log(data[: cp.offset])
     assert prefix.tail is None and prefix.checker.open_turn is None
     assert prefix.events[-1].type == "turn/end" and cp.seq == len(prefix.events)
-    assert state(ck.restore(cp))[:3] == state(prefix.checker)[:3]
+    assert checker_state(ck.restore(cp))[:3] == checker_state(prefix.checker)[:3]
     fd = os.open(path, os.O_RDONLY)
     try:
         assert cp.file_id == file_identity(fd)
