@@ -49,6 +49,8 @@ class LineScan:
     #: Kept events (complete, accepted lines after the header).
     count: int
     tail: TornTail | None
+    #: The header line as read, newline included (a checkpoint holds its digest).
+    header_line: bytes = b""
 
     @property
     def last_time(self) -> int:
@@ -73,11 +75,12 @@ Sink = Callable[[Event], None]
 
 @attrs.frozen
 class Resume:
-    """Where a scan of a log's tail starts (spec/persistence.md §5.1): the log's header, a
-    checker in the state after the prefix (:func:`trio_agent.log.checkpoint.restore`) and
-    the prefix's length in bytes. The checker is fed the tail: it is not copied."""
+    """Where a scan of a log's tail starts (spec/persistence.md §5.1): the log's header line
+    (newline included), a checker in the state after the prefix
+    (:func:`trio_agent.log.checkpoint.restore`) and the prefix's length in bytes. The
+    checker is fed the tail: it is not copied."""
 
-    header: Header
+    header_line: bytes
     checker: LogChecker
     offset: int
 
@@ -114,15 +117,15 @@ def scan_lines(
     it = iter(lines)
     if resume is None:
         first = next(it, b"")
-        if not first or first[-1] != _NEWLINE:
-            if first:
-                raise HeaderError("the header line is incomplete (no newline)")
-            raise HeaderError("the file is empty (no session header)")
-        header = decode_header(first[:-1])
         checker = LogChecker()
         offset = len(first)
     else:
-        header, checker, offset = resume.header, resume.checker, resume.offset
+        first, checker, offset = resume.header_line, resume.checker, resume.offset
+    if not first or first[-1] != _NEWLINE:
+        if first:
+            raise HeaderError("the header line is incomplete (no newline)")
+        raise HeaderError("the file is empty (no session header)")
+    header = decode_header(first[:-1])
     fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
@@ -171,7 +174,7 @@ def scan_lines(
         if line_sink is not None:
             line_sink(line)
         offset += len(line)
-    return LineScan(header, checker, checker.next_seq, tail)
+    return LineScan(header, checker, checker.next_seq, tail, first)
 
 
 class _Unreadable:

@@ -25,7 +25,6 @@ __all__ = [
     "Found",
     "file_identity",
     "find_checkpoint",
-    "first_line",
     "record_checkpoint",
     "remove_stale_temps",
     "sidecar_of",
@@ -77,7 +76,7 @@ def _read_sidecar(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def first_line(fd: int) -> bytes:
+def _first_line(fd: int) -> bytes:
     """The file's first line as stored (its newline kept when it has one)."""
     data = os.pread(fd, 1 << 16, 0)
     end = data.find(b"\n") + 1
@@ -123,7 +122,7 @@ def find_checkpoint(fd: int, log_path: str | os.PathLike[str]) -> Found:
         ck.verify(
             cp,
             size=os.fstat(fd).st_size,
-            header_line=first_line(fd),
+            header_line=_first_line(fd),
             last_line=_line_ending_at(fd, cp.offset),
             file_id=file_identity(fd),
         )

@@ -25,7 +25,7 @@ from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_dire
 from ..log.codec import decode_header, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
-from .checkpoints import file_identity, first_line, remove_stale_temps
+from .checkpoints import file_identity, remove_stale_temps
 from .errors import (
     CreateFailed,
     LiveTurnOpen,
@@ -49,13 +49,13 @@ from .recovery import (
     report_for,
 )
 from .session import Clock, Session, wall_clock_ms
-from .write_policy import CHECKPOINT_EVERY, CheckpointCadence
+from .write_policy import CHECKPOINT_EVERY
 from .writer import (
     DEFAULT_HARD_LIMIT,
     DEFAULT_SOFT_LIMIT,
     DEFAULT_WINDOW,
-    CheckpointTarget,
     Writer,
+    checkpoint_target,
 )
 
 __all__ = ["LOG_NAME", "PID_NAME", "JsonlStore", "repair_file"]
@@ -239,13 +239,13 @@ class JsonlStore(StoreLifecycle):
         path = self.path_of(session_id)
         if _key(path) in _LIVE:
             raise SessionExists(session_id)
-        header = Header(id=session_id, created_at=self._clock())
-        fd, length = await trio.to_thread.run_sync(self._create_blocking, session_id, path, header)
-        return await self._go_live(nursery, session_id, path, fd, length, None)
+        # Encoded before anything exists: a bad id creates nothing.
+        data = encode_header(Header(id=session_id, created_at=self._clock()))
+        fd, length = await trio.to_thread.run_sync(self._create_blocking, session_id, path, data)
+        return await self._go_live(nursery, session_id, path, fd, length, None, data)
 
-    def _create_blocking(self, session_id: str, path: Path, header: Header) -> tuple[int, int]:
+    def _create_blocking(self, session_id: str, path: Path, data: bytes) -> tuple[int, int]:
         directory = path.parent
-        data = encode_header(header)  # before anything exists: a bad id creates nothing
         fresh_root = not self.root.exists()
         fresh_dir = not os.path.lexists(directory)
         if not fresh_dir and not stat.S_ISDIR(mode := os.lstat(directory).st_mode):
@@ -343,7 +343,9 @@ class JsonlStore(StoreLifecycle):
         except BaseException:
             os.close(fd)
             raise
-        return await self._go_live(nursery, session_id, path, fd, cold.length, cold)
+        return await self._go_live(
+            nursery, session_id, path, fd, cold.length, cold, cold.header_line
+        )
 
     async def _go_live(
         self,
@@ -353,6 +355,7 @@ class JsonlStore(StoreLifecycle):
         fd: int,
         length: int,
         cold: ColdOpen | None,
+        header_line: bytes,
     ) -> Session:
         key = _key(path)
         pid_path = path.with_name(PID_NAME)
@@ -375,13 +378,17 @@ class JsonlStore(StoreLifecycle):
             soft_limit=self._soft,
             hard_limit=self._hard,
             on_close=on_close,
-            checkpoints=self._checkpoint_target(fd, path, cold),
+            checkpoints=checkpoint_target(
+                self._checkpoint_every,
+                str(path),
+                header_line,
+                file_identity(fd),
+                None if cold is None else cold.resumed_at,
+            ),
         )
         session = self._life.seeded(session_id, writer, self._clock, cold)
-        if cold is not None and cold.checker.open_turn is None and writer.checkpoint_due:
-            # A repaired log is balanced: a long one read in full is recorded at once. (Not
-            # due when the open resumed at its end, so the prefix's last line is not read.)
-            writer.balanced(cold.checker, cold.events.line(-1))
+        if cold is not None:
+            writer.opened(cold.checker, cold.events)
         _LIVE[key] = session
         try:
             await self._life.start_writer(nursery, session, writer.run)
@@ -390,20 +397,6 @@ class JsonlStore(StoreLifecycle):
             os.close(fd)
             raise
         return session
-
-    def _checkpoint_target(
-        self, fd: int, path: Path, cold: ColdOpen | None
-    ) -> CheckpointTarget | None:
-        every = self._checkpoint_every
-        if every is None:
-            return None
-        last = 0 if cold is None or cold.resumed_at is None else cold.resumed_at
-        return CheckpointTarget(
-            log_path=str(path),
-            header_line=first_line(fd),
-            file_id=file_identity(fd),
-            cadence=CheckpointCadence(every=every, last=last),
-        )
 
     # -- read-only ------------------------------------------------------------------------------
 

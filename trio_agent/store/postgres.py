@@ -21,6 +21,7 @@ so the writer's batches and the renewals never interleave inside one transaction
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import secrets
@@ -38,7 +39,7 @@ from ..log import checkpoint as ck
 from ..log.codec import decode_header, encode_event, encode_header
 from ..log.errors import HeaderError
 from ..log.events import Event, Header
-from ..log.scan import Resume
+from ..log.scan import Resume, lines_of
 from .errors import (
     LeaseHeld,
     LiveTurnOpen,
@@ -63,13 +64,14 @@ from .recovery import (
     complete,
 )
 from .session import Clock, Session, wall_clock_ms
-from .write_policy import CHECKPOINT_EVERY, CheckpointCadence
+from .write_policy import CHECKPOINT_EVERY
 from .writer import (
     DEFAULT_HARD_LIMIT,
     DEFAULT_SOFT_LIMIT,
     DEFAULT_WINDOW,
     CheckpointTarget,
     Writer,
+    checkpoint_target,
 )
 
 __all__ = ["DEFAULT_LEASE", "SCHEMA", "PostgresStore", "StoredLog"]
@@ -562,7 +564,7 @@ class PostgresStore(StoreLifecycle):
         conn = _Conn(self.dsn)
         try:
             token = await trio.to_thread.run_sync(self._take_lease, conn, session_id)
-            scan, header_line = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
+            scan = await trio.to_thread.run_sync(self._read_scan, conn, session_id)
             kept = len(scan.events)
 
             async def append(closers: list[Event]) -> int:
@@ -578,7 +580,7 @@ class PostgresStore(StoreLifecycle):
             raise
         # The log's length as a file would hold it: what checkpoint offsets count in.
         length = scan.keep + sum(len(encode_event(e)) for e in cold.closers)
-        return await self._go_live(nursery, session_id, conn, token, cold, header_line, length)
+        return await self._go_live(nursery, session_id, conn, token, cold, cold.header_line, length)
 
     def _take_lease(self, conn: _Conn, session_id: str) -> int:
         """The atomic takeover: one ``UPDATE`` whose condition is "free or expired".
@@ -610,27 +612,25 @@ class PostgresStore(StoreLifecycle):
             raise SessionNotFound(session_id)
         raise LeaseHeld(session_id, held[0], _fmt_time(held[1]))
 
-    def _read_scan(self, conn: _Conn, session_id: str) -> tuple[ColdScan, bytes]:
-        """Read the session for a cold open: from its checkpoint when one holds
-        (spec/persistence.md §10.1), else every row; with the header line as stored."""
+    def _read_scan(self, conn: _Conn, session_id: str) -> ColdScan:
+        """Read the session for a cold open: every row, checked from its checkpoint on when
+        one holds (spec/persistence.md §10.1), else all of them."""
         where = self._where(session_id)
+        found = None
         try:
             with conn.transaction() as cur:
-                found = None
                 if self._checkpoint_every is not None:
                     found = _find_checkpoint(cur, session_id)
-                    if found.checkpoint is not None:
-                        resumed = _resume_rows(cur, session_id, where, found.checkpoint)
-                        return resumed, found.header_line
                 data = _read_log(cur, session_id, where)
         except OSError as exc:
             raise StoreError(f"session {session_id!r}: read failed ({exc})") from exc
         if data is None:
             raise SessionNotFound(session_id)
+        if found is not None and found.checkpoint is not None:
+            return _resume_rows(data, where, session_id, found.checkpoint)
         scan = _scan_rows(data, where, session_id)
-        header_line = data[: data.index(b"\n") + 1]
         if found is None:
-            return scan, header_line
+            return scan
         if found.reason != ck.MISSING:
             _log.warning(
                 "%s: checkpoint not used (%s: %s); every row was read",
@@ -638,7 +638,7 @@ class PostgresStore(StoreLifecycle):
                 found.reason,
                 found.detail,
             )
-        return attrs.evolve(scan, checkpoint=found.reason), header_line
+        return attrs.evolve(scan, checkpoint=found.reason)
 
     def _write_closers(
         self, conn: _Conn, session_id: str, token: int, keep: int, closers: list[Event]
@@ -692,11 +692,18 @@ class PostgresStore(StoreLifecycle):
             hard_limit=self._hard,
             on_close=on_close,
             length=length or len(header_line),
-            checkpoints=self._checkpoint_target(session_id, header_line, cold),
+            # Rows have no identity beyond their session's: seq and digests tell (file_id).
+            checkpoints=checkpoint_target(
+                self._checkpoint_every,
+                self._where(session_id),
+                header_line,
+                None,
+                None if cold is None else cold.resumed_at,
+            ),
         )
         session = self._life.seeded(session_id, writer, self._clock, cold)
-        if cold is not None and cold.checker.open_turn is None and writer.checkpoint_due:
-            writer.balanced(cold.checker, cold.events.line(-1))  # as JsonlStore does
+        if cold is not None:
+            writer.opened(cold.checker, cold.events)
         _LIVE[key] = session
         try:
             await self._life.start_writer(nursery, session, writer.run)
@@ -706,20 +713,6 @@ class PostgresStore(StoreLifecycle):
             raise
         nursery.start_soon(self._renew_loop, writer, renew_scope)
         return session
-
-    def _checkpoint_target(
-        self, session_id: str, header_line: bytes, cold: ColdOpen | None
-    ) -> CheckpointTarget | None:
-        every = self._checkpoint_every
-        if every is None:
-            return None
-        last = 0 if cold is None or cold.resumed_at is None else cold.resumed_at
-        return CheckpointTarget(
-            log_path=self._where(session_id),
-            header_line=header_line,
-            file_id=None,  # rows have no identity beyond the session's: seq and digests tell
-            cadence=CheckpointCadence(every=every, last=last),
-        )
 
     async def _renew_loop(self, writer: PgWriter, scope: trio.CancelScope) -> None:
         """Renew the lease every ``lease / 3`` seconds until the session closes or is fenced.
@@ -877,7 +870,6 @@ class _Found:
     checkpoint: ck.Checkpoint | None
     reason: str
     detail: str = ""
-    header_line: bytes = b""
 
 
 def _find_checkpoint(cur: psycopg.Cursor[Any], session_id: str) -> _Found:
@@ -912,30 +904,18 @@ def _find_checkpoint(cur: psycopg.Cursor[Any], session_id: str) -> _Found:
             file_id=None,
         )
     except ck.CheckpointRefused as refused:
-        return _Found(None, refused.reason, refused.detail, header_line)
-    return _Found(cp, "used", "", header_line)
+        return _Found(None, refused.reason, refused.detail)
+    return _Found(cp, "used")
 
 
-def _resume_rows(
-    cur: psycopg.Cursor[Any], session_id: str, where: str, cp: ck.Checkpoint
-) -> ColdScan:
-    """A cold scan from the verified checkpoint ``cp``: the rows before it are read and held
-    unchecked (a session's events are in memory, so reading one never waits for the
-    database), the rows from it on are checked as a file's tail."""
-    cur.execute("SELECT header FROM trio_agent_session WHERE session_id = %s", (session_id,))
-    header_row = cur.fetchone()
-    assert header_row is not None  # verified in the same transaction
-    header = decode_header(bytes(header_row[0]))
-    prefix: list[bytes] = []
-    tail: list[bytes] = []
-    cur.execute(
-        "SELECT seq, line FROM trio_agent_event WHERE session_id = %s ORDER BY seq", (session_id,)
-    )
-    for i, (seq, line) in enumerate(cur):
-        if seq != i:  # a gap: rows were deleted behind the store's back
-            raise SessionCorrupt(where, None, i, None, f"row seq {seq} follows seq {i - 1}")
-        (prefix if i < cp.seq else tail).append(bytes(line) + b"\n")
-    resume = Resume(header, ck.restore(cp), cp.offset)
-    scan = cold_scan_lines(tail, where, session_id, resume=resume, prefix=prefix)
+def _resume_rows(data: bytes, where: str, session_id: str, cp: ck.Checkpoint) -> ColdScan:
+    """A cold scan of the rows (as :func:`_read_log` joined them) from the verified
+    checkpoint ``cp``: the rows before it are held unchecked (a session's events are in
+    memory, so reading one never waits for the database), the rows from it on are checked
+    as a file's tail."""
+    lines = lines_of(data)
+    resume = Resume(next(lines), ck.restore(cp), cp.offset)
+    prefix = list(itertools.islice(lines, cp.seq))
+    scan = cold_scan_lines(lines, where, session_id, resume=resume, prefix=prefix)
     _log.info("%s: resumed from the checkpoint at seq %d", where, cp.seq)
     return attrs.evolve(scan, checkpoint="used", resumed_at=cp.offset)

@@ -25,7 +25,7 @@ import trio
 
 from ..log import checkpoint as ck
 from ..log.checker import LogChecker
-from ..log.codec import decode_header, encode_event, event_to_json
+from ..log.codec import encode_event, event_to_json
 from ..log.errors import HeaderError, LogViolation, UnreadableLineError
 from ..log.events import Event, Header
 from ..log.lines import EventLines
@@ -84,6 +84,8 @@ class ColdScan:
     checkpoint: str | None = None
     #: Where the checkpoint's prefix ends (bytes), when one was used.
     resumed_at: int | None = None
+    #: The header line as stored, newline included (the writer's checkpoints hold its digest).
+    header_line: bytes = b""
 
     @property
     def dropped_bytes(self) -> int:
@@ -172,6 +174,7 @@ def cold_scan_lines(
         dropped_lines=counted.complete - read,
         torn=not counted.last_complete,
         damage=None if tail is None else f"line {tail.line}: {tail.reason}",
+        header_line=core.header_line,
     )
 
 
@@ -246,6 +249,8 @@ class ColdOpen:
     checkpoint: str | None = None
     #: :attr:`ColdScan.resumed_at`.
     resumed_at: int | None = None
+    #: :attr:`ColdScan.header_line`.
+    header_line: bytes = b""
 
 
 def _hand_over(
@@ -264,6 +269,7 @@ def _hand_over(
         damage=scan.damage,
         checkpoint=scan.checkpoint,
         resumed_at=scan.resumed_at,
+        header_line=scan.header_line,
     )
 
 
@@ -341,13 +347,9 @@ def _scan_tail(fd: int, path: str, expect_id: str | None, cp: ck.Checkpoint) -> 
     """:func:`cold_scan_lines` of the tail after the verified checkpoint ``cp``."""
     with reading_lines(fd) as reader:
         header_line = reader.readline()
-        try:
-            header = decode_header(header_line[:-1])
-        except HeaderError as exc:  # verified equal to the checkpoint's: not expected
-            raise UnsupportedFormat(path, str(exc)) from None
         prefix = FileLines(fd, path, start=len(header_line), end=cp.offset, count=cp.seq)
         reader.seek(cp.offset)
-        resume = Resume(header, ck.restore(cp), cp.offset)
+        resume = Resume(header_line, ck.restore(cp), cp.offset)
         return cold_scan_lines(reader, path, expect_id, resume=resume, prefix=prefix)
 
 

@@ -37,6 +37,7 @@ import trio
 
 from ..log import checkpoint as ck
 from ..log.checker import LogChecker
+from ..log.lines import EventLines
 from .checkpoints import record_checkpoint
 from .errors import PendingLimitExceeded, SessionClosed, WriteFailed
 from .fileops import FileOps, write_all
@@ -57,6 +58,7 @@ __all__ = [
     "RETRY_MAX",
     "CheckpointTarget",
     "Writer",
+    "checkpoint_target",
 ]
 
 #: A child of ``trio_agent.store``: a caller that reports write failures itself (``run``)
@@ -86,6 +88,21 @@ class CheckpointTarget:
     file_id: str | None
     #: When checkpoints are due; its ``last`` is the checkpoint the open resumed from.
     cadence: CheckpointCadence
+
+
+def checkpoint_target(
+    every: int | None,
+    log_path: str,
+    header_line: bytes,
+    file_id: str | None,
+    resumed_at: int | None,
+) -> CheckpointTarget | None:
+    """What a store's writer needs to record checkpoints every ``every`` bytes (``None``:
+    none), counting from the checkpoint a cold open resumed at, if any."""
+    if every is None:
+        return None
+    cadence = CheckpointCadence(every=every, last=resumed_at or 0)
+    return CheckpointTarget(log_path, header_line, file_id, cadence)
 
 
 class Writer:
@@ -168,10 +185,17 @@ class Writer:
         target = self._checkpoints
         return target is not None and target.cadence.due(self._submitted_length)
 
+    def opened(self, checker: LogChecker, events: EventLines) -> None:
+        """A cold open handed over ``events``, fed to ``checker``: a long log read in full is
+        recorded at once (when it ends with a ``turn/end``). Not due when the open resumed
+        at its end, so the prefix's last line is then never read."""
+        if checker.open_turn is None and self.checkpoint_due:
+            self.balanced(checker, events.line(-1))
+
     def balanced(self, checker: LogChecker, line: bytes) -> None:
         """The session calls this right after submitting a ``turn/end`` (``line``), with the
-        checker that accepted it (and a store after a cold open, with the log's last line,
-        which counts only if it is a ``turn/end``): take a checkpoint if one is due. The
+        checker that accepted it (and :meth:`opened`, with the log's last line, which counts
+        only if it is a ``turn/end``): take a checkpoint if one is due. The
         checker's state is copied now, on the appending thread; the checkpoint is written
         once ``line`` is durable."""
         target = self._checkpoints
