@@ -190,18 +190,17 @@ class Writer:
         recorded at once (when it ends with a ``turn/end``). Not due when the open resumed
         at its end, so the prefix's last line is then never read."""
         if checker.open_turn is None and self.checkpoint_due:
-            self.balanced(checker, events.line(-1))
+            last = events.line(-1)
+            if orjson.loads(last).get("type") == "turn/end":  # it may end outside a turn
+                self.balanced(checker, last)
 
     def balanced(self, checker: LogChecker, line: bytes) -> None:
         """The session calls this right after submitting a ``turn/end`` (``line``), with the
-        checker that accepted it (and :meth:`opened`, with the log's last line, which counts
-        only if it is a ``turn/end``): take a checkpoint if one is due. The
-        checker's state is copied now, on the appending thread; the checkpoint is written
-        once ``line`` is durable."""
+        checker that accepted it: take a checkpoint if one is due. The checker's state is
+        copied now, on the appending thread; the checkpoint is written once ``line`` is
+        durable."""
         target = self._checkpoints
         if target is None or not self.checkpoint_due:
-            return
-        if orjson.loads(line).get("type") != "turn/end":  # a cold open's log may end otherwise
             return
         self._checkpoint = ck.take(
             checker,
