@@ -1,10 +1,13 @@
-"""The streamed reading of a log: the checker's fast path, ``scan_lines`` and the streamed folds.
+"""The streamed reading of a log: the checker's fast paths, ``scan_lines`` and the streamed folds.
 
 The fast path (``checker_fast.feed_fast``) takes every event type. It must accept exactly what
 the explanatory path (``event_from_json`` + ``LogChecker.feed``) accepts, leaving the same
-state; whatever it declines must leave the state untouched. The vectors run through it
-already (``scan_log`` is ``scan_lines``); the properties below hold it to that on every vector
-line, on generated logs, and on their lines mutated or written out of place.
+state; whatever it declines must leave the state untouched. The typed path before it
+(``checker_typed``: msgspec structs, then ``feed_typed``) must accept only what the
+explanatory path accepts, leaving the same state, and take the common shapes of a valid log.
+The vectors run through both already (``scan_log`` is ``scan_lines``); the properties below
+hold them to that on every vector line, on generated logs, and on their lines mutated or
+written out of place.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ from trio_agent.log import (
     truncate_open_turn,
 )
 from trio_agent.log.checker_fast import feed_fast
+from trio_agent.log.checker_typed import (
+    TYPED_ERRORS,
+    decode_typed,
+    feed_typed,
+    typed_event,
+    typed_type,
+)
+from trio_agent.log.codec import decode_event
 from trio_agent.log.events import DATA_CLASSES, Header
 from trio_agent.log.rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES
 from trio_agent.testing.loggen import generate_log
@@ -71,6 +82,27 @@ def state(checker: LogChecker) -> Any:
         dict(checker._open_approvals),
         {t: list(q) for t, q in checker.inbox.queues.items()},
     )
+
+
+def typed_agrees(checker: LogChecker, line: bytes) -> bool:
+    """The typed path on ``line`` from ``checker``'s state (which stays unchanged): what it
+    accepts, ``feed(decode_event(line))`` accepts, to the same state and the same event; a
+    decline changes nothing. Returns whether it accepted."""
+    fast = copy.deepcopy(checker)
+    try:
+        ev = decode_typed(line)
+    except TYPED_ERRORS:
+        return False
+    before = state(checker)
+    if not feed_typed(fast, ev):
+        assert state(fast) == before, line
+        return False
+    slow = copy.deepcopy(checker)
+    event = decode_event(line.removesuffix(b"\n"))  # raises if the rules refuse it: a failure
+    slow.feed(event)
+    assert state(fast) == state(slow), line
+    assert typed_event(ev, line) == event and typed_type(ev) == event.type, line
+    return True
 
 
 def mutations(draw: Draw, obj: dict[str, Any], events: list[Event]) -> dict[str, Any]:
@@ -224,6 +256,8 @@ def test_fast_path_accepts_only_what_feed_accepts(events: list[Event], data: st.
     obj = mutations(data.draw, event_to_json(events[index]), events)
     # Through orjson, as the reader does: ints stay ints, floats floats.
     obj = orjson.loads(orjson.dumps(obj))
+    line = orjson.dumps(obj) + b"\n"
+    typed_agrees(fast, line)
     accepted = feed_fast(fast, obj)
     try:
         slow.feed(event_from_json(obj))
@@ -251,6 +285,7 @@ def test_fast_path_agrees_on_every_line_at_every_position(
         for obj in lines:
             fast, slow = copy.deepcopy(walker), copy.deepcopy(walker)
             moved = orjson.loads(orjson.dumps({**obj, "seq": walker.next_seq}))
+            typed_agrees(walker, orjson.dumps(moved) + b"\n")
             accepted = feed_fast(fast, moved)
             try:
                 slow.feed(event_from_json(moved))
@@ -271,6 +306,21 @@ def test_fast_path_takes_every_event_of_a_valid_log(events: list[Event]) -> None
     assert state(checker) == state(check_events(events))
 
 
+@settings(max_examples=200, deadline=None)
+@given(logs)
+def test_typed_path_takes_every_event_of_a_valid_log_but_other_chunks(events: list[Event]) -> None:
+    # Every event type is decoded typed; only a chunk other than a text delta is left to
+    # feed_fast (the structs describe the text delta alone).
+    checker = LogChecker()
+    for event in events:
+        line = encode_event(event)
+        other_chunk = (
+            event.type == "assistant/chunk" and event.data["chunk"]["type"] != "text-delta"
+        )
+        assert typed_agrees(checker, line) is not other_chunk, event
+        checker.feed(event)
+
+
 VECTOR_DIR = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 VECTOR_LOGS = {
     str(path.relative_to(VECTOR_DIR).with_suffix("")): vector["log"]
@@ -284,6 +334,7 @@ def test_fast_path_agrees_on_every_vector_line(cid: str) -> None:
     """Each line of each vector, both ways, up to the first line the checker refuses."""
     checker = LogChecker()
     for line in VECTOR_LOGS[cid][1:]:
+        typed_agrees(checker, line.encode() + b"\n")
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -300,6 +351,112 @@ def test_fast_path_agrees_on_every_vector_line(cid: str) -> None:
         if not ok:
             return
         checker = slow
+
+
+_PREFIX = [
+    b'{"seq":0,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
+    b'"inserted":[{"id":"m1","text":"go","source":"user"}]}}',
+    b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":1}}',
+    b'{"seq":2,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
+    b'"removedCount":1,"inserted":[]}}',
+    b'{"seq":3,"time":1,"type":"step/start","data":{"turn":1,"step":1}}',
+    b'{"seq":4,"time":1,"type":"user/message","data":{"turn":1,"step":1,'
+    b'"message":{"id":"m1","text":"go","source":"user"}}}',
+]
+_CALLED = [
+    b'{"seq":5,"time":1,"type":"assistant/message","data":{"turn":1,"step":1,"message":{"id":"a",'
+    b'"content":[{"type":"tool-call","id":"c1","name":"bash","arguments":{}}]}}}',
+    b'{"seq":6,"time":1,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
+    b'"name":"bash","arguments":{}}}',
+]
+_CHUNK = b'{"seq":5,"time":TIME,"type":"assistant/chunk","data":{"turn":TURN,"step":1,CHUNK}}'
+_OUTPUT = b'{"seq":7,"time":TIME,"type":"tool/output","data":{"turn":TURN,"step":1,OUTPUT}}'
+
+
+def _written(template: bytes, **parts: bytes) -> bytes:
+    defaults = {
+        "TIME": b"2",
+        "TURN": b"1",
+        "CHUNK": b'"chunk":{"type":"text-delta","text":"x"}',
+        "OUTPUT": b'"callId":"c1","stream":"stdout","text":"x"',
+    }
+    for key, value in {**defaults, **parts}.items():
+        template = template.replace(key.encode(), value)
+    return template + b"\n"
+
+
+#: Lines whose text a JSON reader may read in more than one way, each a chunk or an output at
+#: the place it would be valid as written plainly: integers written as numbers of another
+#: kind, out of range, duplicated or escaped keys, escaped tags, unknown keys, nulls, white
+#: space. The typed path must agree with the readable one on each, whatever the verdict.
+WRITTEN_FORMS = [
+    *(
+        _written(_CHUNK, TIME=t)
+        for t in (
+            b"-0",
+            b"0",
+            b"2.0",
+            b"2e0",
+            b"-1",
+            b"true",
+            b"null",
+            b'"2"',
+            b"9007199254740991",
+            b"9007199254740992",
+            b"18446744073709551616",
+            b"2 ",
+        )
+    ),
+    *(_written(_CHUNK, TURN=t) for t in (b"1.0", b"1e0", b"true", b"-0", b"2", b"null", b"01")),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":"x","extra":[1]}'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":null}'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text\\u002ddelta","text":"x"}'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","type":"finish","text":"x"}'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":"x"},"x":null'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":"\\ud800"}'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":"x"},"turn":1'),
+    _written(_CHUNK, CHUNK=b'"chunk":{"type":"text-delta","text":"x"},"turn":"1"'),
+    _written(_CHUNK).replace(b'"seq"', b'"s\\u0065q"'),
+    _written(_CHUNK).replace(b'"assistant/chunk"', b'"assistant\\/chunk"'),
+    _written(_CHUNK).replace(b'"seq":5,', b'"seq":9,"seq":5,'),
+    _written(_CHUNK).replace(b'"seq":5,', b'"seq":5,"seq":9,'),
+    _written(_CHUNK).replace(b'"seq":5,', b'"seq":5,"extra":1,'),
+    _written(_CHUNK).replace(b'"seq":5,', b'"seq":5,"type":"tool/output",'),
+    _written(_CHUNK).replace(b"\n", b"\r\n"),
+    _written(_CHUNK).replace(b"{", b" { ", 1),
+    _written(_CHUNK).replace(b"}}}", b"}}} x"),
+    *(
+        _written(_OUTPUT, OUTPUT=o)
+        for o in (
+            b'"callId":"","stream":"stdout","text":"x"',
+            b'"callId":"c1","stream":"stdin","text":"x"',
+            b'"callId":"c1","stream":"std\\u006fut","text":"x"',
+            b'"callId":"c1","stream":"stderr","text":""',
+            b'"callId":"c1","stream":"stdout"',
+            b'"callId":"c1","stream":"stdout","text":"x","callId":"c2"',
+            b'"callId":"c2","stream":"stdout","text":"x"',
+            b'"callId":1,"stream":"stdout","text":"x"',
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize("line", WRITTEN_FORMS, ids=lambda line: line.decode(errors="replace"))
+def test_typed_path_agrees_on_how_a_line_is_written(line: bytes) -> None:
+    lines = _PREFIX + (_CALLED if b"tool/output" in line and b'"seq":7' in line else [])
+    checker = LogChecker()
+    for prior in lines:
+        assert feed_fast(checker, orjson.loads(prior)), prior
+    typed_agrees(checker, line)
+
+
+def test_typed_path_takes_the_plain_forms() -> None:
+    # The control of the test above: written plainly, each is accepted by the typed path.
+    for line, prior in ((_written(_CHUNK), _PREFIX), (_written(_OUTPUT), _PREFIX + _CALLED)):
+        checker = LogChecker()
+        for before in prior:
+            checker.feed(decode_event(before))
+        assert typed_agrees(checker, line), line
 
 
 def _file(events: list[Event], tail: bytes = b"") -> bytes:
@@ -387,6 +544,7 @@ def _agree(checker: LogChecker, obj: Any) -> None:
     """feed_fast and feed agree on ``obj`` from ``checker``'s state (which stays unchanged)."""
     fast, slow = copy.deepcopy(checker), copy.deepcopy(checker)
     obj = orjson.loads(orjson.dumps(obj))
+    typed_agrees(checker, orjson.dumps(obj) + b"\n")
     accepted = feed_fast(fast, obj)
     try:
         slow.feed(event_from_json(obj))

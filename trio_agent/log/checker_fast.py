@@ -35,7 +35,7 @@ from .events import OutputStream
 from .rules import NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
 from .schema import DATA_PREDICATES
 
-__all__ = ["feed_fast"]
+__all__ = ["FAST_TYPES", "feed_fast"]
 
 
 def feed_fast(c: LogChecker, obj: Any) -> bool:
@@ -100,7 +100,7 @@ def feed_fast(c: LogChecker, obj: Any) -> bool:
             turn = data["turn"]
             step = data["step"]
         else:
-            accept = _FAST_TYPES.get(kind)  # an unhashable type raises TypeError
+            accept = FAST_TYPES.get(kind)  # an unhashable type raises TypeError
             if accept is None or not accept(c, data):
                 return False
             c.next_seq = seq + 1
@@ -369,7 +369,7 @@ _REPAIR_ONLY: Final = REPAIR_ONLY_CODES
 _STREAMS: Final = frozenset(typing.get_args(OutputStream))
 #: type -> the per-type half of :func:`feed_fast` (every type but the two it
 #: tests inline).
-_FAST_TYPES: Final[dict[str, Callable[[LogChecker, dict[str, Any]], bool]]] = {
+FAST_TYPES: Final[dict[str, Callable[[LogChecker, dict[str, Any]], bool]]] = {
     "turn/start": _turn_start,
     "turn/end": _turn_end,
     "step/start": _step_start,

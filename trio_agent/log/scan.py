@@ -21,6 +21,14 @@ import orjson
 
 from .checker import LogChecker
 from .checker_fast import feed_fast
+from .checker_typed import (
+    HOT_TYPES,
+    TYPED_ERRORS,
+    decode_typed,
+    feed_typed,
+    typed_event,
+    typed_type,
+)
 from .codec import decode_event, decode_header, event_from_json
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
 from .events import Event, Header
@@ -108,11 +116,12 @@ def scan_lines(
     ``resume``, when given, says that ``lines`` are the tail of a log after a prefix already
     checked (no header line; the counts, offsets and line numbers go on from the prefix).
 
-    Each line is parsed once; the two types that dominate long logs, and the step and turn
-    boundaries, are accepted by :func:`~trio_agent.log.checker_fast.feed_fast` without
-    building an event, and everything else (including every line that breaks a rule) goes
-    through :func:`decode_event` and :meth:`LogChecker.feed`, the explanatory path that words
-    the error.
+    A valid line is parsed once and no event is built for it: msgspec decodes it into a
+    typed envelope that :func:`~trio_agent.log.checker_typed.feed_typed` accepts; a shape
+    those structs do not describe is parsed with orjson and accepted by
+    :func:`~trio_agent.log.checker_fast.feed_fast`. Anything either declines (every line
+    that breaks a rule) goes through :func:`decode_event` and :meth:`LogChecker.feed`, the
+    explanatory path that words the error.
     """
     it = iter(lines)
     if resume is None:
@@ -126,6 +135,11 @@ def scan_lines(
             raise HeaderError("the header line is incomplete (no newline)")
         raise HeaderError("the file is empty (no session header)")
     header = decode_header(first[:-1])
+    # The typed path pays for an event of a hot type handed to the sink with a second parse
+    # of its line (its structs drop the unknown keys the event keeps): only take it when the
+    # sink wants none of them.
+    typed_pays = sink is None or (sink_types is not None and not HOT_TYPES & set(sink_types))
+    typed, typed_errors, fast_typed = decode_typed, TYPED_ERRORS, feed_typed
     fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
@@ -137,12 +151,26 @@ def scan_lines(
         if line[-1] != _NEWLINE:  # only the last line can lack its newline: a torn write
             tail = TornTail(checker.next_seq + 2, offset, len(line), _TORN_REASON)
             break
+        ev = None
+        if typed_pays:
+            # not contextlib.suppress: a context manager per line costs measurably
+            try:  # noqa: SIM105
+                ev = typed(line)
+            except typed_errors:
+                pass
+        if ev is not None and fast_typed(checker, ev):  # the hot path: most lines end here
+            if sink is not None and (sink_types is None or typed_type(ev) in sink_types):
+                sink(typed_event(ev, line))
+            if line_sink is not None:
+                line_sink(line)
+            offset += len(line)
+            continue
         try:
             obj = loads(line)
         except decode_error:
             obj = _UNREADABLE
         else:
-            if fast(checker, obj):  # the hot path: most lines of a long log end here
+            if fast(checker, obj):  # the other shapes of a well-formed, valid event
                 if sink is not None and (sink_types is None or obj["type"] in sink_types):
                     sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
                 if line_sink is not None:

@@ -1,0 +1,146 @@
+"""The checker's typed fast path: a line decoded straight into a typed envelope.
+
+:func:`~trio_agent.log.checker_fast.feed_fast` takes the dict ``orjson.loads`` built and tests
+its shape in Python. On a long log most lines are of the two types that dominate (a text
+delta of ``assistant/chunk`` and ``tool/output``), and most of their cost was that shape. Here
+msgspec decodes the line straight into structs that state it (spec/log.md §Values, §Events,
+§Shared shapes: an envelope of exactly four keys, integers written without a fraction and
+within range, ``null`` never a value, a non-empty call id, unknown keys inside ``data``
+ignored), so what is left in Python is the rules that read the checker's state (I1, I7/I8,
+I9, I13, I17). Every other type is decoded with its ``data`` as a dict and goes through
+``feed_fast``'s per-type half, which tests its shape as before.
+
+Like ``feed_fast`` it only accepts or declines: :func:`decode_typed` raises one of
+:data:`TYPED_ERRORS` for a line these structs do not describe (another chunk type, an unknown
+event type, a malformed line), and :func:`feed_typed` returns False, changing nothing, for an
+event it does not accept. The reader then parses the line with orjson and takes
+``feed_fast``, and after it the readable path, which words the error. So it can never accept
+what the rules refuse; tests/log/test_stream.py holds it to that, and to leaving the same
+state as ``feed(decode_event(line))``, on every vector line and on generated and mutated logs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal, Union
+
+import msgspec
+import orjson
+
+from .checker import _ANSWERED, _INTERRUPTED, _STREAMING, LogChecker
+from .checker_fast import FAST_TYPES
+from .events import Event
+from .schema import MAX_INTEGER
+
+__all__ = ["HOT_TYPES", "TYPED_ERRORS", "decode_typed", "feed_typed", "typed_event", "typed_type"]
+
+# gc=False: these structs hold no cycles, and untracked objects spare the collector's count
+# of allocations on every line.
+_Time = Annotated[int, msgspec.Meta(ge=0, le=MAX_INTEGER)]
+_NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _TextDelta(msgspec.Struct, tag_field="type", tag="text-delta", gc=False):
+    text: str
+
+
+class _ChunkData(msgspec.Struct, gc=False):
+    turn: int  # compared to the open turn, a valid integer (I7)
+    step: int
+    chunk: _TextDelta
+
+
+class _OutputData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
+    turn: int
+    step: int
+    call_id: _NonEmpty
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+class _Envelope(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, gc=False):
+    """The event envelope: ``seq``, ``time``, ``type`` (the tag) and ``data``, no other key."""
+
+    seq: int  # compared to the next seq, a valid integer (I1)
+    time: _Time
+
+
+class _Chunk(_Envelope, tag="assistant/chunk"):
+    data: _ChunkData
+
+
+class _Output(_Envelope, tag="tool/output"):
+    data: _OutputData
+
+
+def _envelope_of(kind: str) -> type[_Envelope]:
+    """The envelope of a type whose ``data`` its ``feed_fast`` half tests as a dict."""
+    name = "_" + kind.replace("/", "_")
+    cls = msgspec.defstruct(name, [("data", dict[str, Any])], bases=(_Envelope,), tag=kind)
+    assert issubclass(cls, _Envelope)
+    return cls
+
+
+#: envelope class -> the per-type half of feed_fast that checks its data and commits.
+_ACCEPT_DATA: Final = {_envelope_of(kind): accept for kind, accept in FAST_TYPES.items()}
+#: envelope class -> its event type.
+_TYPE_OF: Final[dict[type[_Envelope], str]] = {
+    _Chunk: "assistant/chunk",
+    _Output: "tool/output",
+    **{cls: str(cls.__struct_config__.tag) for cls in _ACCEPT_DATA},
+}
+_DECODER: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_ACCEPT_DATA)])
+
+#: The types whose data the structs hold (not as a dict): an event of these handed on as an
+#: :class:`Event` costs a second parse of its line (:func:`typed_event`).
+HOT_TYPES: Final = frozenset({"assistant/chunk", "tool/output"})
+#: What :func:`decode_typed` raises for a line the structs do not describe.
+TYPED_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError)
+#: Decode one line (its newline may stay) into its typed envelope.
+decode_typed: Final = _DECODER.decode
+
+
+def feed_typed(c: LogChecker, ev: Any) -> bool:
+    """Accept one typed event, advancing ``c`` exactly as ``feed(decode_event(line))``
+    would, or decline it, changing nothing (spec/invariants.md)."""
+    if ev.seq != c.next_seq:  # I1
+        return False
+    cls = type(ev)
+    data = ev.data
+    if cls is _Chunk:
+        phase = c._phase
+        if phase is _ANSWERED or phase is _INTERRUPTED:  # I9
+            return False
+    elif cls is _Output:
+        call = c._calls.get(data.call_id)
+        if call is None or not call.dispatched or call.resolved:  # I13
+            return False
+    else:  # data is a dict: its per-type half tests its shape and rules, and commits
+        try:  # a missing key or a value of the wrong type declines, as in feed_fast
+            if not _ACCEPT_DATA[cls](c, data):
+                return False
+        except (KeyError, TypeError):
+            return False
+        c.next_seq = ev.seq + 1
+        c.last_time = ev.time
+        return True
+    if data.turn != c.open_turn or data.step != c.open_step or c._repairing:  # I7/I8, I17
+        return False
+    if cls is _Chunk:
+        c._phase = _STREAMING
+    c.next_seq = ev.seq + 1
+    c.last_time = ev.time
+    return True
+
+
+def typed_type(ev: Any) -> str:
+    """The event type of a typed envelope."""
+    return _TYPE_OF[type(ev)]
+
+
+def typed_event(ev: Any, line: bytes) -> Event:
+    """The :class:`Event` of an accepted typed envelope: ``data`` as the line wrote it (a
+    struct drops the unknown keys a reader ignores, so the two hot types parse the line)."""
+    data = ev.data
+    if type(data) is not dict:
+        data = orjson.loads(line)["data"]
+    return Event(ev.seq, ev.time, _TYPE_OF[type(ev)], data)
