@@ -470,9 +470,11 @@ def test_streamed_truncate_agrees_with_truncate_open_turn(
 ) -> None:
     cut = events[: data.draw(st.integers(0, len(events)))]
     fold = TruncateFold()
-    scan = scan_lines(lines_of(_file(cut)), sink=fold.feed)
+    scan = scan_lines(
+        lines_of(_file(cut)), sink=fold.feed, sink_types=fold.TYPES, line_sink=fold.feed_line
+    )
     assert scan.count == len(cut)
-    streamed = fold.report()
+    streamed = fold.report(scan.count, scan.checker.open_turn is not None)
     whole = truncate_open_turn(cut)
     assert streamed.to_json() == whole.to_json()
     assert list(streamed.dropped) == list(whole.dropped)

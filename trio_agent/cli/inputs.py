@@ -205,12 +205,13 @@ def stream_log(
     strict: bool,
     sink: Callable[[Event], None] | None = None,
     sink_types: Collection[str] | None = None,
+    line_sink: Callable[[bytes], None] | None = None,
 ) -> LineScan:
     """:func:`scan_lines` over ``f`` from its start, every core error and read error mapped to
     a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size."""
     try:
         f.seek(0)
-        return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types)
+        return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types, line_sink=line_sink)
     except HeaderError as exc:
         raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1, what=str(exc)) from None
     except UnreadableLineError as exc:
@@ -234,6 +235,7 @@ def scan_live(
     strict: bool,
     sink: Callable[[Event], None] | None = None,
     sink_types: Collection[str] | None = None,
+    line_sink: Callable[[bytes], None] | None = None,
     read: Reader | None = None,
 ) -> tuple[LineScan, Live | None]:
     """Stream and check ``path`` (opened by ``read``, when given); ``(scan, live)``, live
@@ -241,7 +243,9 @@ def scan_live(
     opener = read if read is not None else functools.partial(open_log, path)
     with opener() as (f, probe):
         live = probe()
-        scan = stream_log(path, f, strict=strict, sink=sink, sink_types=sink_types)
+        scan = stream_log(
+            path, f, strict=strict, sink=sink, sink_types=sink_types, line_sink=line_sink
+        )
         return scan, live or probe()
 
 

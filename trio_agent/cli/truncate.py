@@ -13,10 +13,16 @@ from .inputs import note_tail, refuse_live, scan_live
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    truncation = TruncateFold()  # holds the open turn only
-    scan, live = scan_live(args.file, strict=False, sink=truncation.feed)
+    truncation = TruncateFold()  # holds the last turn's lines only
+    scan, live = scan_live(
+        args.file,
+        strict=False,
+        sink=truncation.feed,
+        sink_types=TruncateFold.TYPES,
+        line_sink=truncation.feed_line,
+    )
     refuse_live(args.file, scan, live)
     note_tail(args.file, scan, err)
-    report = truncation.report()
+    report = truncation.report(scan.count, scan.checker.open_turn is not None)
     out.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     return OK

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
+from .codec import decode_event
 from .events import Event
 from .splice import SpliceKind, splice_kind
 
@@ -81,35 +82,38 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
 
 
 class TruncateFold:
-    """:func:`truncate_open_turn` over a stream: :meth:`feed` events, then :meth:`report`.
+    """:func:`truncate_open_turn` over a stream of lines, then :meth:`report`.
 
-    It holds only the events of the turn that is open at the moment (the candidates for
-    dropping) and a count of the rest, so a long log is accounted for in the memory of its
-    last turn.
+    :func:`~trio_agent.log.scan.scan_lines` drives it: ``sink=fold.feed`` with
+    ``sink_types=TruncateFold.TYPES`` and ``line_sink=fold.feed_line``. It holds the lines
+    from the last ``turn/start`` on (the candidates for dropping), so a long log is accounted
+    for in the memory of its longest turn, and decodes them into events only for the report.
+    The scan hands it one event per turn and one line per event, so the events of the closed
+    turns, most of a long log, are never built.
     """
 
-    __slots__ = ("_kept", "_open")
+    __slots__ = ("_lines", "feed_line")
+
+    #: The events :meth:`feed` takes.
+    TYPES: ClassVar[frozenset[str]] = frozenset({"turn/start"})
 
     def __init__(self) -> None:
-        self._kept = 0
-        self._open: list[Event] = []  # from the open turn's turn/start on; empty between turns
+        self._lines: list[bytes] = []  # from the last turn/start's line on
+        #: Takes the line of every kept event, in order, after :meth:`feed` took its event.
+        self.feed_line = self._lines.append
 
     def feed(self, event: Event) -> None:
-        kind = event.type
-        if kind == "turn/start":
-            self._kept += len(self._open)  # only reached on a log that breaks I2
-            self._open = [event]
-        elif self._open:
-            if kind == "turn/end":
-                self._kept += len(self._open) + 1
-                self._open = []
-            else:
-                self._open.append(event)
-        else:
-            self._kept += 1
+        """A ``turn/start``: the turn that may be left open starts with its line, next."""
+        del event
+        self._lines.clear()
 
-    def report(self) -> TruncateReport:
-        return _report((), self._kept, self._open)
+    def report(self, kept_events: int, turn_open: bool) -> TruncateReport:
+        """The report for a scan that kept ``kept_events`` events and ended with a turn open
+        or not (its checker's ``open_turn``)."""
+        if not turn_open:
+            return _report((), kept_events, [])
+        dropped = [decode_event(line[:-1]) for line in self._lines]
+        return _report((), kept_events - len(dropped), dropped)
 
 
 def _report(kept: Sequence[Event], kept_count: int, dropped: Sequence[Event]) -> TruncateReport:
