@@ -43,8 +43,8 @@ from trio_agent.log.checker_typed import (
     TYPED_ERRORS,
     decode_typed,
     feed_typed,
+    typed_classes,
     typed_event,
-    typed_type,
 )
 from trio_agent.log.codec import decode_event
 from trio_agent.log.events import DATA_CLASSES, Header
@@ -101,7 +101,9 @@ def typed_agrees(checker: LogChecker, line: bytes) -> bool:
     event = decode_event(line.removesuffix(b"\n"))  # raises if the rules refuse it: a failure
     slow.feed(event)
     assert state(fast) == state(slow), line
-    assert typed_event(ev, line) == event and typed_type(ev) == event.type, line
+    assert typed_event(ev, line) == event, line
+    assert type(ev) in typed_classes({event.type}) and type(ev) in typed_classes(None), line
+    assert type(ev) not in typed_classes(set(DATA_CLASSES) - {event.type}), line
     return True
 
 

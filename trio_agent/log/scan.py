@@ -26,8 +26,8 @@ from .checker_typed import (
     TYPED_ERRORS,
     decode_typed,
     feed_typed,
+    typed_classes,
     typed_event,
-    typed_type,
 )
 from .codec import decode_event, decode_header, event_from_json
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
@@ -140,6 +140,7 @@ def scan_lines(
     # sink wants none of them.
     typed_pays = sink is None or (sink_types is not None and not HOT_TYPES & set(sink_types))
     typed, typed_errors, fast_typed = decode_typed, TYPED_ERRORS, feed_typed
+    sunk = typed_classes(sink_types)  # the envelope classes of the types the sink takes
     fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
@@ -159,7 +160,7 @@ def scan_lines(
             except typed_errors:
                 pass
         if ev is not None and fast_typed(checker, ev):  # the hot path: most lines end here
-            if sink is not None and (sink_types is None or typed_type(ev) in sink_types):
+            if sink is not None and type(ev) in sunk:
                 sink(typed_event(ev, line))
             if line_sink is not None:
                 line_sink(line)
