@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 if name in opened:
                     print(
-                        f"  {'  of which store.open':24} cpu {opened[name]:6.2f} s  "
+                        f"  {'  of which store.open':24} cpu {opened[name]:6.3f} s "
                         f"{opened[name] / check.cpu:5.2f}x check  (the rest: start-up and "
                         "imports, the same for any open)"
                     )
