@@ -1783,6 +1783,25 @@ valid(
                  '{"a":1e2,"b":-0.0,"c":0.10,"d":9007199254740992}'),
     True,
 )
+def nested(levels: int) -> str:
+    """An arguments object whose one value is ``levels`` arrays nested in each other."""
+    return '{"x":' + "[" * levels + "]" * levels + "}"
+
+
+valid(
+    "arguments-nested-at-the-limit",
+    "A line may nest 100 levels of arrays and objects, its own object being level 1 "
+    "(log.md §Values): the assistant message's line here is exactly 100 deep (its arguments "
+    "object is level 6, then 94 arrays), its tool/call's 97. A reader with a lower limit, or "
+    "one whose comparison of the two arguments runs out of stack, refuses it wrongly.",
+    numbers_turn(nested(94), nested(94)),
+    True,
+)
+unreadable("nested-beyond-the-limit", "A line nested 101 levels deep is not JSON this format "
+           "reads (log.md §Values), whatever the parser at hand allows (orjson reads 1024 levels, "
+           "Go's encoding/json 10000): the assistant message's line here is one level deeper than "
+           "valid/arguments-nested-at-the-limit's.",
+           render(numbers_turn(nested(95), nested(95))), 7)
 case(
     "invalid/I11-numbers-differ-as-binary64",
     "0.30000000000000004 and 0.3 are different binary64 values: not the same arguments.",

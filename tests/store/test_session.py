@@ -10,8 +10,22 @@ import pytest
 import trio
 from support.store.workload import workload
 
-from trio_agent.log import LogViolation, encode_event, repair_closers
+from trio_agent.log import LogViolation, decode_event, encode_event, repair_closers
 from trio_agent.store import ReentrantAppend, Session, SessionClosed
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_data_nested_to_the_limit_is_recorded_and_reads_back() -> None:
+    # The line's object, data, then 98 arrays: 100 levels (spec/log.md §Values).
+    s = Session.in_memory()
+    event = s.append("turn/start", {"turn": 1, "x": _nested(98)})
+    assert decode_event(encode_event(event).rstrip(b"\n")) == event
 
 
 class Clock:
@@ -50,6 +64,8 @@ def test_time_never_goes_backwards() -> None:
         ("turn/start", {"turn": "1"}, "I0"),  # wrong type
         ("nope/nope", {}, "I0"),  # unknown type
         ("turn/start", {"turn": 1, "x": {1, 2}}, "I0"),  # not JSON
+        ("turn/start", {"turn": 1, "x": _nested(99)}, "I0"),  # its line would nest 101 deep
+        ("turn/start", {"turn": 1, "x": _nested(300)}, "I0"),  # deeper than orjson writes
     ],
 )
 def test_invalid_append_raises_and_records_nothing(

@@ -3,18 +3,19 @@
 :func:`~trio_agent.log.checker_fast.feed_fast` takes the dict ``orjson.loads`` built and tests
 its shape in Python. On a long log most lines are of the two types that dominate (a text
 delta of ``assistant/chunk`` and ``tool/output``), and most of their cost was that shape. Here
-msgspec decodes the line straight into structs that state it (spec/log.md §Values, §Events,
+msgspec decodes the line straight into structs that state it (spec/log.md §Values, §Envelope,
 §Shared shapes: an envelope of exactly four keys, integers written without a fraction and
-within range, ``null`` never a value, a non-empty call id, unknown keys inside ``data``
-ignored), so what is left in Python is the rules that read the checker's state (I1, I7/I8,
-I9, I13, I17). Every other type is decoded with its ``data`` as a dict and goes through
-``feed_fast``'s per-type half, which tests its shape as before.
+within range, ``null`` never a value, a non-empty call id), so what is left in Python is the
+rules that read the checker's state (I1, I7/I8, I9, I13, I17). Every other type is decoded
+with its ``data`` as a dict and goes through ``feed_fast``'s per-type half, which tests its
+shape as before, once the line's depth is known to be within the limit.
 
 Like ``feed_fast`` it only accepts or declines: :func:`decode_typed` raises one of
 :data:`TYPED_ERRORS` for a line these structs do not describe (another chunk type, an unknown
-event type, a malformed line), and :func:`feed_typed` returns False, changing nothing, for an
-event it does not accept. The reader then parses the line with orjson and takes
-``feed_fast``, and after it the readable path, which words the error. So it can never accept
+event type, a key the structs do not name, a malformed line), and :func:`feed_typed`
+returns False, changing nothing, for an event it does not accept. The reader then parses the
+line with orjson and takes ``feed_fast``, and after it the readable path, which words the
+error. So it can never accept
 what the rules refuse; tests/log/test_stream.py holds it to that, and to leaving the same
 state as ``feed(decode_event(line))``, on every vector line and on generated and mutated logs.
 """
@@ -29,6 +30,7 @@ import orjson
 
 from .checker import _ANSWERED, _INTERRUPTED, _STREAMING, LogChecker
 from .checker_fast import FAST_TYPES
+from .codec import too_deep
 from .events import Event
 from .schema import MAX_INTEGER
 
@@ -42,22 +44,25 @@ __all__ = [
 ]
 
 # gc=False: these structs hold no cycles, and untracked objects spare the collector's count
-# of allocations on every line.
+# of allocations on every line. Closed (an unknown key declines): the envelope allows none,
+# and a hot type's data with one (readers ignore it) is rare enough for the orjson path, which
+# also keeps the line's depth in view (an unknown key may nest, spec/log.md §Values).
+_CLOSED: Final[dict[str, Any]] = {"forbid_unknown_fields": True, "gc": False}
 _Time = Annotated[int, msgspec.Meta(ge=0, le=MAX_INTEGER)]
 _NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class _TextDelta(msgspec.Struct, tag_field="type", tag="text-delta", gc=False):
+class _TextDelta(msgspec.Struct, tag_field="type", tag="text-delta", **_CLOSED):
     text: str
 
 
-class _ChunkData(msgspec.Struct, gc=False):
+class _ChunkData(msgspec.Struct, **_CLOSED):
     turn: int  # compared to the open turn, a valid integer (I7)
     step: int
     chunk: _TextDelta
 
 
-class _OutputData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
+class _OutputData(msgspec.Struct, rename={"call_id": "callId"}, **_CLOSED):
     turn: int
     step: int
     call_id: _NonEmpty
@@ -65,7 +70,7 @@ class _OutputData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
     text: str
 
 
-class _Envelope(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, gc=False):
+class _Envelope(msgspec.Struct, tag_field="type", **_CLOSED):
     """The event envelope: ``seq``, ``time``, ``type`` (the tag) and ``data``, no other key."""
 
     seq: int  # compared to the next seq, a valid integer (I1)
@@ -102,14 +107,17 @@ _DECODER: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_ACCEPT_DATA)])
 #: :class:`Event` costs a second parse of its line (:func:`typed_event`).
 HOT_TYPES: Final = frozenset({"assistant/chunk", "tool/output"})
 #: What :func:`decode_typed` raises for a line the structs do not describe.
-TYPED_ERRORS: Final = (msgspec.ValidationError, msgspec.DecodeError)
+TYPED_ERRORS: Final = (
+    msgspec.MsgspecError,  # not JSON, or not the structs' shape
+    RecursionError,  # nested deeper than msgspec's limit (orjson's is deeper: it decides)
+)
 #: Decode one line (its newline may stay) into its typed envelope.
 decode_typed: Final = _DECODER.decode
 
 
-def feed_typed(c: LogChecker, ev: Any) -> bool:
-    """Accept one typed event, advancing ``c`` exactly as ``feed(decode_event(line))``
-    would, or decline it, changing nothing (spec/invariants.md)."""
+def feed_typed(c: LogChecker, ev: Any, line: bytes) -> bool:
+    """Accept one typed event, decoded from ``line``, advancing ``c`` exactly as
+    ``feed(decode_event(line))`` would, or decline it, changing nothing (spec/invariants.md)."""
     if ev.seq != c.next_seq:  # I1
         return False
     cls = type(ev)
@@ -123,6 +131,8 @@ def feed_typed(c: LogChecker, ev: Any) -> bool:
         if call is None or not call.dispatched or call.resolved:  # I13
             return False
     else:  # data is a dict: its per-type half tests its shape and rules, and commits
+        if too_deep(line):  # free JSON (arguments, unknown keys) may nest: spec/log.md §Values
+            return False
         try:  # a missing key or a value of the wrong type declines, as in feed_fast
             if not _ACCEPT_DATA[cls](c, data):
                 return False

@@ -6,6 +6,7 @@ benchmark in bench/bench_log.py is why it is here (notes/2026-12-02-orjson.md).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import attrs
@@ -16,6 +17,38 @@ from .events import FORMAT_VERSION, Event, Header
 from .schema import DATA_PREDICATES, MAX_INTEGER, SchemaError, validate_data
 
 _ENVELOPE: Final = ("seq", "time", "type", "data")
+
+#: The deepest a line may nest arrays and objects, its own object being level 1 (spec/log.md
+#: §Values): every JSON reader holds it, and every writer can write it.
+MAX_DEPTH: Final = 100
+#: A JSON string (skipped whole, so brackets inside it do not count), or one bracket.
+_STRING_OR_BRACKET: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_OPENING: Final = frozenset(b"[{")
+
+
+def too_deep(line: bytes | str, outer: int = 0) -> bool:
+    """Whether ``line`` nests arrays and objects deeper than :data:`MAX_DEPTH` (spec/log.md
+    §Values), inside ``outer`` levels already open around it (a line's ``data`` is inside
+    one). Cheap for almost every line: one with no more opening brackets than that cannot;
+    only the others are walked."""
+    raw = line.encode() if isinstance(line, str) else line
+    limit = MAX_DEPTH - outer
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(raw):
+        char = match.group()[0]
+        if char in _OPENING:
+            depth += 1
+            if depth > limit:
+                return True
+        elif char != 0x22:  # a closing bracket (0x22 opens a skipped string)
+            depth -= 1
+    return False
+
+
+def _too_deep_words() -> str:
+    return f"nested deeper than {MAX_DEPTH} levels of arrays and objects"
 
 
 def encode_header(header: Header) -> bytes:
@@ -35,6 +68,8 @@ def encode_header(header: Header) -> bytes:
 
 def decode_header(line: bytes) -> Header:
     """Parse the header line (without its newline). Raises :class:`HeaderError`."""
+    if too_deep(line):
+        raise HeaderError(f"the header is not JSON this format reads ({_too_deep_words()})")
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -85,9 +120,12 @@ def event_to_json(event: Event) -> dict[str, Any]:
 def decode_event(line: bytes | str, line_no: int | None = None) -> Event:
     """Decode one event line (without its newline).
 
-    Raises :class:`UnreadableLineError` when the line is not JSON at all, and
-    :class:`LogViolation` with rule ``I0`` when it is JSON but not a valid event.
+    Raises :class:`UnreadableLineError` when the line is not JSON at all (or nests deeper
+    than :data:`MAX_DEPTH`), and :class:`LogViolation` with rule ``I0`` when it is JSON but
+    not a valid event.
     """
+    if too_deep(line):
+        raise UnreadableLineError(line_no or 0, f"not JSON this format reads ({_too_deep_words()})")
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:

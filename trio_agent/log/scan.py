@@ -14,7 +14,7 @@ spec/recovery.md §Torn tail and corruption:
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import orjson
@@ -29,7 +29,7 @@ from .checker_typed import (
     typed_classes,
     typed_event,
 )
-from .codec import decode_event, decode_header, event_from_json
+from .codec import decode_event, decode_header, event_from_json, too_deep
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
 from .events import Event, Header
 
@@ -159,25 +159,27 @@ def scan_lines(
                 ev = typed(line)
             except typed_errors:
                 pass
-        if ev is not None and fast_typed(checker, ev):  # the hot path: most lines end here
+        if ev is not None and fast_typed(checker, ev, line):  # the hot path: most lines
             if sink is not None and type(ev) in sunk:
                 sink(typed_event(ev, line))
             if line_sink is not None:
                 line_sink(line)
             offset += len(line)
             continue
-        try:
-            obj = loads(line)
-        except decode_error:
-            obj = _UNREADABLE
-        else:
-            if fast(checker, obj):  # the other shapes of a well-formed, valid event
-                if sink is not None and (sink_types is None or obj["type"] in sink_types):
-                    sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
-                if line_sink is not None:
-                    line_sink(line)
-                offset += len(line)
-                continue
+        obj: Any = _UNREADABLE
+        if not too_deep(line):  # one nested too deep is left to decode_event, which says so
+            # not contextlib.suppress, as above
+            try:  # noqa: SIM105
+                obj = loads(line)
+            except decode_error:
+                pass
+        if obj is not _UNREADABLE and fast(checker, obj):  # the other shapes of valid events
+            if sink is not None and (sink_types is None or obj["type"] in sink_types):
+                sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
+            if line_sink is not None:
+                line_sink(line)
+            offset += len(line)
+            continue
         line_no = checker.next_seq + 2
         try:
             if obj is _UNREADABLE:  # worded from the line as written, without its newline
@@ -256,6 +258,8 @@ def _commits_later(line: bytes, rest: Iterator[bytes]) -> tuple[bool, int]:
 
 def _is_turn_end(line: bytes) -> bool:
     if b"turn" not in line:  # cheap filter; "turn\/end" is valid JSON for "turn/end"
+        return False
+    if too_deep(line):  # not JSON this format reads (spec/log.md §Values), so no turn/end
         return False
     try:
         obj = orjson.loads(line)

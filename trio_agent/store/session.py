@@ -22,7 +22,7 @@ import orjson
 import trio
 
 from ..log.checker import LogChecker
-from ..log.codec import EVENT_LINE, TYPE_JSON
+from ..log.codec import EVENT_LINE, MAX_DEPTH, TYPE_JSON, too_deep
 from ..log.consumed import ConsumedWork, fold_consumed_work
 from ..log.errors import LogViolation
 from ..log.events import Event
@@ -249,6 +249,8 @@ class Session:
             raw = orjson.dumps(data)
         except TypeError as exc:
             raise LogViolation("I0", seq, f"data is not JSON ({exc})") from None
+        if too_deep(raw, outer=1):  # the line's own object is the level above data
+            raise LogViolation("I0", seq, f"data nests deeper than a line may ({MAX_DEPTH} levels)")
         copy = orjson.loads(raw)
         try:
             validator(copy, "data")
