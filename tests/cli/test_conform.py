@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import CLI, cli, no_traceback, one_line
-from support.hostile_programs import HOSTILE
+from support.hostile_programs import DEEPLY_NESTED, HOSTILE
 from support.polling import HANG_GUARD
 from support.procenv import child_env
 
@@ -208,6 +208,19 @@ def test_a_program_that_cannot_run_is_one_line_exit_2(name: str, tmp_path: Path)
     line = one_line(conform("--timeout", "5", port=[PY, str(program)]), 2)
     assert line.startswith(f"conform: {PY} {program} cannot run as a port: `check "), line
     assert line.endswith("no vector was run")
+
+
+def test_json_nested_too_deep_fails_its_cases_without_a_traceback(tmp_path: Path) -> None:
+    # Its JSON is nested deeper than Python's parser, printer or comparison can recurse: the
+    # cases that read JSON fail as "not JSON" (spec/log.md §Values bounds a log line's depth).
+    program = tmp_path / "port.py"
+    program.write_text(DEEPLY_NESTED)
+    result = no_traceback(
+        conform("--only", "repair/*", "--only", "fold/*", port=[PY, str(program)])
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "internal error" not in result.stderr, result.stderr
+    assert re.search(r"^0/\d+ vectors pass; \d+ fail", result.stdout, re.M), result.stdout
 
 
 def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import cli, no_traceback, one_line
-from support.hostile_programs import HOSTILE
+from support.hostile_programs import DEEPLY_NESTED, HOSTILE
 from support.polling import HANG_GUARD
 
 from trio_agent.testing.protocol import POINTS, PROTOCOL
@@ -31,6 +31,16 @@ def test_a_program_that_cannot_serve_is_one_line_exit_2(name: str, tmp_path: Pat
     program.write_text(HOSTILE[name])
     line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
     assert line.startswith(f"harness: {PY} {program} cannot run as a harness adapter: "), line
+    assert line.endswith("; no example was run"), line
+
+
+def test_a_line_nested_too_deep_is_one_line_exit_2(tmp_path: Path) -> None:
+    # Nested deeper than Python can parse, print or compare, but not than orjson reads: the
+    # driver refuses it before any of those (spec/log.md §Values bounds a log line's depth).
+    program = tmp_path / "port.py"
+    program.write_text(DEEPLY_NESTED)
+    line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
+    assert "protocol: a line nested deeper than 108 levels of arrays and objects" in line, line
     assert line.endswith("; no example was run"), line
 
 

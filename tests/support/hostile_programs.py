@@ -12,6 +12,18 @@ ENDLESS_LINE = "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n"
 #: Exits at once, saying nothing.
 EXITS_AT_ONCE = "raise SystemExit(0)\n"
 
+#: Answers every line, and every run, with one line of JSON nested 1,010 levels deep: more
+#: than Python's parser, printer or comparison can recurse, less than orjson's limit.
+DEEPLY_NESTED = (
+    "import sys\n"
+    "line = '[' * 1010 + ']' * 1010 + '\\n'\n"
+    "sys.stdout.write(line)\n"
+    "sys.stdout.flush()\n"
+    "for _ in sys.stdin:\n"
+    "    sys.stdout.write(line)\n"
+    "    sys.stdout.flush()\n"
+)
+
 HOSTILE = {
     "never-answers": NEVER_ANSWERS,
     "endless-output": ENDLESS_OUTPUT,

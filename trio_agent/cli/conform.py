@@ -39,6 +39,7 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from ..log.codec import MAX_DEPTH, too_deep
 from ..spec_files import SpecMissing, spec_root
 from .program import ProgramCommand, UsageError
 
@@ -200,10 +201,19 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+#: How deep a port's JSON output may nest: a log line's limit (spec/log.md §Values) and room
+#: for the report around an event. Deeper output is not JSON the case reads, before Python's
+#: parser, printer or comparison can run out of stack on it.
+_OUTPUT_DEPTH: Final = MAX_DEPTH + 8
+
+
 def _json_lines(text: str) -> list[Any] | None:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if any(too_deep(line, _OUTPUT_DEPTH) for line in lines):
+        return None
     try:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError:
+        return [json.loads(line) for line in lines]
+    except (ValueError, RecursionError):
         return None
 
 
@@ -366,9 +376,11 @@ def run_case(
 
 def _json_lines_or_doc(text: str) -> Any:
     """One JSON document on stdout, pretty-printed or not."""
+    if too_deep(text, _OUTPUT_DEPTH):
+        return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -26,13 +26,12 @@ _STRING_OR_BRACKET: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _OPENING: Final = frozenset(b"[{")
 
 
-def too_deep(line: bytes | str, outer: int = 0) -> bool:
-    """Whether ``line`` nests arrays and objects deeper than :data:`MAX_DEPTH` (spec/log.md
-    §Values), inside ``outer`` levels already open around it (a line's ``data`` is inside
-    one). Cheap for almost every line: one with no more opening brackets than that cannot;
-    only the others are walked."""
+def too_deep(line: bytes | str, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``line`` nests arrays and objects deeper than ``limit`` levels (a log line's
+    limit is :data:`MAX_DEPTH`, spec/log.md §Values; a line's ``data`` has one level less).
+    Cheap for almost every line: one with no more opening brackets than that cannot; only
+    the others are walked."""
     raw = line.encode() if isinstance(line, str) else line
-    limit = MAX_DEPTH - outer
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     depth = 0

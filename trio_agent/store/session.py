@@ -249,7 +249,7 @@ class Session:
             raw = orjson.dumps(data)
         except TypeError as exc:
             raise LogViolation("I0", seq, f"data is not JSON ({exc})") from None
-        if too_deep(raw, outer=1):  # the line's own object is the level above data
+        if too_deep(raw, MAX_DEPTH - 1):  # the line's own object is the level above data
             raise LogViolation("I0", seq, f"data nests deeper than a line may ({MAX_DEPTH} levels)")
         copy = orjson.loads(raw)
         try:

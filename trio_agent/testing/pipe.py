@@ -32,11 +32,16 @@ from typing import Any, Final
 
 import orjson
 
+from ..log.codec import MAX_DEPTH, too_deep
 from ..procs.census import group_members
 from .protocol import MAX_LINE, AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
 
 __all__ = ["DEFAULT_COMMAND", "MAX_LINE", "MAX_REPLY", "PipeAdapter"]
+
+#: How deep a line of the adapter may nest: a log line's limit (spec/log.md §Values) and room
+#: for the journal entry or reply around an event.
+_WIRE_DEPTH: Final = MAX_DEPTH + 8
 
 #: Our runtime behind the protocol, in a subprocess.
 DEFAULT_COMMAND: Final = (sys.executable, "-m", "trio_agent.testing.adapter_server")
@@ -246,6 +251,11 @@ class PipeAdapter:
     ) -> Reply | None:
         """Take one line of an answer: a journal entry is checked and appended to
         ``journal``; the reply is checked and returned, the journal in it."""
+        if too_deep(line, _WIRE_DEPTH):  # before it is parsed, compared or printed
+            raise AdapterError(
+                f"protocol: a line nested deeper than {_WIRE_DEPTH} levels of arrays and "
+                f"objects (a log line nests at most {MAX_DEPTH}): {line[:200]!r}"
+            )
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
