@@ -501,11 +501,40 @@ def test_streamed_truncate_agrees_with_truncate_open_turn(
         lines_of(_file(cut)), sink=fold.feed, sink_types=fold.TYPES, line_sink=fold.feed_line
     )
     assert scan.count == len(cut)
-    streamed = fold.report(scan.count, scan.checker.open_turn is not None)
+    streamed = fold.report(scan.count)
     whole = truncate_open_turn(cut)
     assert streamed.to_json() == whole.to_json()
     assert list(streamed.dropped) == list(whole.dropped)
     assert streamed.kept == ()  # a stream keeps only the open turn
+
+
+def test_the_streamed_truncate_holds_one_line_between_turns() -> None:
+    # A closed turn, then many messages queued between turns: none is a candidate for
+    # dropping, and the fold holds at most the last line (its memory is the longest turn's).
+    events = generate_log(3, 2)
+    closed = events[: next(i for i, e in enumerate(events) if e.type == "turn/end") + 1]
+    queued = [
+        Event(len(closed) + i, 10**6 + i, "agent/inbox/spliced", _insert(f"q{i}"))
+        for i in range(200)
+    ]
+    fold = TruncateFold()
+    held: list[int] = []
+
+    def take(line: bytes) -> None:
+        fold.feed_line(line)
+        held.append(len(fold._lines))
+
+    scan = scan_lines(
+        lines_of(_file(closed + queued)), sink=fold.feed, sink_types=fold.TYPES, line_sink=take
+    )
+    assert scan.count == len(closed) + len(queued)
+    assert max(held[len(closed) :]) == 1
+    assert fold.report(scan.count).to_json() == truncate_open_turn(closed + queued).to_json()
+
+
+def _insert(mid: str) -> dict[str, Any]:
+    message = {"id": mid, "text": "later", "source": "user"}
+    return {"target": "next-turn", "start": 0, "inserted": [message]}
 
 
 def test_lines_of_cuts_like_a_binary_file(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from .inputs import note_tail, refuse_live, scan_live
 
 
 def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    truncation = TruncateFold()  # holds the last turn's lines only
+    truncation = TruncateFold()  # holds the open turn's lines only
     scan, live = scan_live(
         args.file,
         strict=False,
@@ -23,6 +23,6 @@ def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     refuse_live(args.file, scan, live)
     note_tail(args.file, scan, err)
-    report = truncation.report(scan.count, scan.checker.open_turn is not None)
+    report = truncation.report(scan.count)
     out.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
     return OK

@@ -15,9 +15,9 @@ Like ``feed_fast`` it only accepts or declines: :func:`decode_typed` raises one 
 event type, a key the structs do not name, a malformed line), and :func:`feed_typed`
 returns False, changing nothing, for an event it does not accept. The reader then parses the
 line with orjson and takes ``feed_fast``, and after it the readable path, which words the
-error. So it can never accept
-what the rules refuse; tests/log/test_stream.py holds it to that, and to leaving the same
-state as ``feed(decode_event(line))``, on every vector line and on generated and mutated logs.
+error. So it can never accept what the rules refuse; tests/log/test_stream.py holds it to
+that, and to leaving the same state as ``feed(decode_event(line))``, on every vector line and
+on generated and mutated logs.
 """
 
 from __future__ import annotations

@@ -86,31 +86,40 @@ class TruncateFold:
 
     :func:`~trio_agent.log.scan.scan_lines` drives it: ``sink=fold.feed`` with
     ``sink_types=TruncateFold.TYPES`` and ``line_sink=fold.feed_line``. It holds the lines
-    from the last ``turn/start`` on (the candidates for dropping), so a long log is accounted
-    for in the memory of its longest turn, and decodes them into events only for the report.
-    The scan hands it one event per turn and one line per event, so the events of the closed
-    turns, most of a long log, are never built.
+    from the open turn's ``turn/start`` on (the candidates for dropping; between turns, at
+    most the last line), so a long log is accounted for in the memory of its longest turn,
+    and decodes them into events only for the report. The scan hands it the turn boundaries
+    and the splices, and one line per event, so the events of the closed turns, most of a
+    long log, are never built.
     """
 
-    __slots__ = ("_lines", "feed_line")
+    __slots__ = ("_lines", "_open", "feed_line")
 
-    #: The events :meth:`feed` takes.
-    TYPES: ClassVar[frozenset[str]] = frozenset({"turn/start"})
+    #: The events :meth:`feed` takes: a splice is the one type a log has between turns.
+    TYPES: ClassVar[frozenset[str]] = frozenset({"turn/start", "turn/end", "agent/inbox/spliced"})
 
     def __init__(self) -> None:
-        self._lines: list[bytes] = []  # from the last turn/start's line on
+        self._lines: list[bytes] = []  # from the open turn's turn/start line on
+        self._open = False
         #: Takes the line of every kept event, in order, after :meth:`feed` took its event.
         self.feed_line = self._lines.append
 
     def feed(self, event: Event) -> None:
-        """A ``turn/start``: the turn that may be left open starts with its line, next."""
-        del event
+        """Each event's line comes next: a ``turn/start``'s opens the candidates; after a
+        ``turn/end``, and for a splice between turns, nothing before it is one."""
+        kind = event.type
+        if kind == "turn/start":
+            self._open = True
+        elif kind == "turn/end":
+            self._open = False
+        elif self._open:  # a splice inside the turn: a candidate, like its other events
+            return
         self._lines.clear()
 
-    def report(self, kept_events: int, turn_open: bool) -> TruncateReport:
-        """The report for a scan that kept ``kept_events`` events and ended with a turn open
-        or not (its checker's ``open_turn``)."""
-        if not turn_open:
+    def report(self, kept_events: int) -> TruncateReport:
+        """The report for a scan that kept ``kept_events`` events (the lines it held are
+        those events' last)."""
+        if not self._open:
             return _report((), kept_events, [])
         dropped = [decode_event(line[:-1]) for line in self._lines]
         return _report((), kept_events - len(dropped), dropped)
