@@ -603,3 +603,64 @@ def test_a_call_cancelled_in_its_dispatch_flush_never_starts() -> None:
     output = ev(14, "tool/output", turn=1, step=1, callId="call-1-1-1", stream="stdout", text="x")
     with pytest.raises(ModelViolation, match=r"tool/output of call-1-1-1.*its body ran"):
         model.apply(event(output))
+
+
+RACE_CALLS = [
+    {"type": "tool-call", "id": "call-1-1-1", "name": "sleep", "arguments": {"seconds": 2}},
+    {"type": "tool-call", "id": "call-1-1-2", "name": "sleep", "arguments": {"seconds": 1}},
+]
+
+
+def race_until_bodies() -> list[dict[str, Any]]:
+    """Turn 1 step 1 of `race` up to both dispatches (seq 5-16): two parallel sleeps, the
+    second shorter, so its body finishes first."""
+    dispatched: list[dict[str, Any]] = []
+    for seq, call in ((11, RACE_CALLS[0]), (14, RACE_CALLS[1])):
+        dispatched += [
+            *asked(seq, str(call["id"]), "sleep"),
+            event(
+                ev(
+                    seq + 2,
+                    "tool/call",
+                    turn=1,
+                    step=1,
+                    callId=call["id"],
+                    name="sleep",
+                    arguments=call["arguments"],
+                )
+            ),
+        ]
+    return [
+        *chunks(
+            5,
+            {"type": "text-delta", "text": "two "},
+            {"type": "text-delta", "text": "naps"},
+            *RACE_CALLS,
+            {"type": "finish", "reason": "tool-calls"},
+        ),
+        message_of(
+            10, {"id": "a-1-1", "content": [{"type": "text", "text": "two naps"}, *RACE_CALLS]}
+        ),
+        *dispatched,
+    ]
+
+
+def test_results_are_committed_in_request_order() -> None:
+    """K16: of two parallel calls the later one finishes first, and its result waits."""
+
+    def slept(seq: int, call: str, seconds: int) -> dict[str, Any]:
+        content = f"slept {seconds}s"
+        return event(
+            ev(seq, "tool/result", turn=1, step=1, callId=call, isError=False, content=content)
+        )
+
+    model = ReferenceModel(["race"])
+    feed(model, [*WAKE, *race_until_bodies(), slept(17, "call-1-1-1", 2)])
+    feed(model, [slept(18, "call-1-1-2", 1)])
+    assert model.exercised["K16 results are committed in request order"] == 1
+    model = ReferenceModel(["race"])
+    feed(model, [*WAKE, *race_until_bodies()])
+    with pytest.raises(
+        ModelViolation, match=r"call-1-1-2 is committed before the results of \['call-1-1-1'\]"
+    ):
+        model.apply(slept(17, "call-1-1-2", 1))

@@ -721,12 +721,13 @@ _CANCEL_TRAP: Final = {"kind": "cancel", **_HIT}
 RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
     (
         "K1, K9, K14, K15, K16, K17, K21: a sleep, then a job (a group of its own), finish; "
-        "the next turn follows",
+        "two parallel sleeps, the later one done first, answered in request order; the next "
+        "turn follows",
         (
-            ("begin", {"plan": ["pair"]}),
+            ("begin", {"plan": ["pair", "race"]}),
             ("followup", {}),
             ("followup", {}),
-            ("drive", {"ticks": 20, "finish": True}),
+            ("drive", {"ticks": 40, "finish": True}),
         ),
     ),
     (

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: Name and version of the wire protocol (the ``hello`` answer carries it).
-PROTOCOL: Final = "trio-agent-harness/3"
+PROTOCOL: Final = "trio-agent-harness/4"
 #: Default bound on one line the implementation writes (an ``opened`` entry carries the log);
 #: here, not in :mod:`.pipe`, so the CLI's parser names it without importing the pipe.
 MAX_LINE: Final = 8 << 20

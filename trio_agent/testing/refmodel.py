@@ -92,6 +92,7 @@ MODEL_RULES: Final = (
     "K14 a cancel after the finish chunk still cuts the stream",
     "K15 a non-parallel call waits for the calls before it",
     "K16 the result of a finished job",
+    "K16 results are committed in request order",
     "K17 a cancel in the dispatch flush starts no body",
     "K18 the result of a failed job",
     "K18 the result of a denied call",
@@ -949,6 +950,8 @@ class ReferenceModel:
         call = data["callId"]
         answered = self.turns.get(data["turn"])
         if answered is not None:
+            if not self.repairing:
+                self._in_request_order(answered, call, seq)
             answered.answered.add(call)
         tool = self._decided.pop(("tool", call), None)
         approval = self._decided.pop(("approval", call), None)
@@ -989,6 +992,27 @@ class ReferenceModel:
                 f"code {got[1]!r}, content {got[2]!r}; expected isError={want[0]}, code "
                 f"{want[1]!r}, content {want[2]!r} "
                 "(K16, K18; spec/harness.md §The scripted world)"
+            )
+
+    def _in_request_order(self, record: TurnRecord, call: str, seq: int) -> None:
+        """K16: a step's results are committed in request order, each call's only once every
+        earlier call has its own, however the bodies finish (a later parallel call that
+        finishes first waits). Counted where the order is at stake: a call in the same
+        parallel group as the call before it, so its body may finish first."""
+        ids = [c.get("id") for c in record.calls]
+        if call not in ids:
+            return
+        index = ids.index(call)
+        waiting = [c for c in ids[:index] if c not in record.answered]
+        if index and all(
+            c.get("name") in PARALLEL_TOOLS for c in record.calls[index - 1 : index + 1]
+        ):
+            self._saw("K16 results are committed in request order")
+        if waiting:
+            self.fail(
+                f"seq {seq}: the tool/result of {call} is committed before the results of "
+                f"{waiting}, requested before it (K16: results are committed in request order; "
+                "a later call that finishes first waits for the earlier ones)"
             )
 
     def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:

@@ -813,6 +813,19 @@ def _plant_finish_then_cancel_not_cut(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(turn_module.TurnRunner, "_stream", _stream_unchecked_after_finish)
 
 
+# -- 39: results committed in completion order (K16) --------------------------------------------
+
+
+def _settle_in_completion_order(self: scheduler_module.ToolStep, slot: Any, result: Any) -> None:
+    """ToolStep._settle, except each result is appended as soon as its call has one."""
+    slot.result = result
+    self.append(*result)  # BUG: not held back until every earlier call has its result
+
+
+def _plant_results_in_completion_order(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_settle", _settle_in_completion_order)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -1058,5 +1071,12 @@ BUGS = [
         "writes the whole assistant message, not the interrupted prefix (K14)",
         _plant_finish_then_cancel_not_cut,
         r"assistant/message is .*\(K14\)",
+    ),
+    Bug(
+        "results-in-completion-order",
+        "each tool/result is committed when its body finishes, not in request order: of two "
+        "parallel calls, the later one that finishes first is answered first (K16)",
+        _plant_results_in_completion_order,
+        r"K16: results are committed in request order",
     ),
 ]
