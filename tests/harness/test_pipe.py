@@ -109,7 +109,7 @@ BETWEEN_SCRIPT: list[dict[str, Any]] = [
     _cancel_at("finish:observer"),
     {"op": "followup", "text": "two"},
     {"op": "advance", "ticks": 8, "seconds": 1},
-    _cancel_at("turn/end:observer"),
+    _cancel_at("turn/end:observer", keep_inbox=False),  # "four" queued: the clear is refused
     {"op": "followup", "text": "three"},
     {"op": "followup", "text": "four"},
     {"op": "advance", "ticks": 8, "seconds": 1},
@@ -163,6 +163,12 @@ def test_both_adapters_land_a_cancel_between_seams_alike(tmp_path: Path) -> None
         "turn/end:observer",
         "assistant/message:observer",
     ]
+    # K5: the turn/end observer's cancel had "four" to clear; the clear is refused there, the
+    # cancel still hits (the next controller) and the error is journaled.
+    ends = [e for step in a for e in step[1] if e.get("op") == "cancel" and e["phase"] == "end"]
+    refused = [e for e in ends if "error" in e]
+    assert len(refused) == 1, ends
+    assert refused[0]["hit"] is True and refused[0]["error"].startswith("ReentrantAppend: ")
     assert a == b
 
 

@@ -37,6 +37,7 @@ def ev(seq: int, type_: str, **data: Any) -> dict[str, Any]:
 
 MSG = {"id": "m1", "text": "go", "source": "followup"}
 INJECTED = {"id": "m2", "text": "a", "source": "inject"}
+FOLLOWED = {"id": "m2", "text": "b", "source": "followup"}
 CALL = {"type": "tool-call", "id": "c1", "name": "job", "arguments": {}}
 TURN = [
     ev(0, "agent/inbox/spliced", target="next-turn", start=0, inserted=[MSG]),
@@ -664,3 +665,33 @@ def test_results_are_committed_in_request_order() -> None:
         ModelViolation, match=r"call-1-1-2 is committed before the results of \['call-1-1-1'\]"
     ):
         model.apply(slept(17, "call-1-1-2", 1))
+
+
+def test_a_clear_refused_inside_an_observer_still_cancels() -> None:
+    """K5: a cancel that must clear a non-empty inbox, issued inside a session observer,
+    has its first splice refused: nothing is dropped, the controller is still cancelled, and
+    the error propagates (the journal's ``error``)."""
+    queued = [
+        *WAKE,
+        act("followup", "begin", text="b"),
+        event(ev(5, "agent/inbox/spliced", target="next-turn", start=0, inserted=[FOLLOWED])),
+        act("followup", "end", id="m2"),
+        act("cancel", "begin", cause="user", keep_inbox=False, where="finish:observer"),
+    ]
+    refused = "ReentrantAppend: append from an observer is refused"
+    model = ReferenceModel(["talk"])
+    feed(model, [*queued, act("cancel", "end", hit=True, turn=1, error=refused)])
+    assert model.exercised["K5 a clear refused inside an observer still cancels"] == 1
+    assert model.queues["next-turn"] == ["m2"] and model.controller_cancelled
+    model = ReferenceModel(["talk"])
+    feed(model, queued)
+    with pytest.raises(ModelViolation, match=r"observer, with \[\('next-turn', \['m2'\]\)\]"):
+        model.apply(act("cancel", "end", hit=True, turn=1))
+    model = ReferenceModel(["talk"])
+    feed(model, queued)
+    with pytest.raises(ModelViolation, match=r"cancel returned hit=False"):
+        model.apply(act("cancel", "end", hit=False, turn=1, error=refused))
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, act("cancel", "begin", cause="user", keep_inbox=False, where="now:x")])
+    with pytest.raises(ModelViolation, match=r"had nothing to refuse"):
+        model.apply(act("cancel", "end", hit=True, turn=1, error=refused))

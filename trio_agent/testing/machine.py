@@ -69,7 +69,6 @@ from .plan import MENU_NAMES
 from .protocol import (
     CANCEL_ONLY_POINTS,
     CRASH_POINTS,
-    OBSERVER_POINTS,
     POINTS,
     Adapter,
     AdapterError,
@@ -510,8 +509,6 @@ class HarnessMachine(RuleBasedStateMachine):
             )
         if point in CANCEL_ONLY_POINTS and action["kind"] != "cancel":
             action = {"kind": "cancel", "cause": "user", "keep_inbox": False}
-        if action["kind"] == "cancel" and point in OBSERVER_POINTS:
-            action = {**action, "keep_inbox": True}  # issued inside an observer: it cannot clear
         self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
         # Armed before the request: after a held cancel the trap can fire while the world
         # settles in the arm's own reply (its fire entry then disarms it, as any other).
@@ -529,11 +526,21 @@ class HarnessMachine(RuleBasedStateMachine):
     def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
         """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
         agent is idle again): one rule that reaches a named point."""
+        self._provoke(point, action, tear)
+
+    def _provoke(
+        self, point: str, action: dict[str, Any], tear: int | None, *, queue: bool = False
+    ) -> None:
+        """:meth:`provoke`; with ``queue``, a second ``followup`` after the wake, so that the
+        running turn has work queued when the trap fires (shown as ``queued`` in the trace)."""
         before = len(self.trace)
         try:
             self._arm(point, action, tear)
             if self.state is not None and self.state["status"] == "idle" and self.armed:
                 self._send_message("followup")
+                if queue and self._alive():
+                    self._send_message("followup")
+                    self.trace[before] = self.trace[before][:-1] + ", queued)"
             ticks = 0
             while self.armed is not None and self._running() and ticks < 40:
                 ticks += 1
@@ -545,8 +552,12 @@ class HarnessMachine(RuleBasedStateMachine):
     @rule(point=st.sampled_from(CANCEL_ONLY_POINTS), cause=causes, keep_inbox=st.booleans())
     def provoke_between(self, point: str, cause: str, keep_inbox: bool) -> None:
         """:meth:`provoke` at a point between seams, which takes only a cancel. A rule of its
-        own, so the other points are drawn as often as before these existed."""
-        self.provoke(point, {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}, None)
+        own, so the other points are drawn as often as before these existed. A cancel that
+        clears (``keep_inbox`` false) that wakes the agent queues one more ``followup``
+        first, so the clear has work to drop -- and, inside a session observer, a splice to
+        be refused (K5)."""
+        action = {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}
+        self._provoke(point, action, None, queue=not keep_inbox)
 
     @precondition(lambda self: self._alive() and self._running())
     @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
@@ -847,12 +858,16 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
-        "turn/end observer reaches the next turn's controller",
+        "K5, K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
+        "turn/end observer reaches the next turn's controller, its clear of the queued "
+        "followup refused",
         (
             ("begin", {"plan": ["talk"]}),
             ("provoke", {"point": "finish:observer", "action": _CANCEL_TRAP, "tear": None}),
-            ("provoke", {"point": "turn/end:observer", "action": _CANCEL_TRAP, "tear": None}),
+            (
+                "provoke_between",
+                {"point": "turn/end:observer", "cause": "user", "keep_inbox": False},
+            ),
         ),
     ),
     (

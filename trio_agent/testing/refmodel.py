@@ -10,7 +10,8 @@ its own:
 * where a message goes (``followup`` → next-turn; ``steer`` → next-step, or next-turn after an
   abort; ``inject`` → next-step), and that a claim takes the head(s) of the queues;
 * which messages a cancel must drop (the whole queue, next-step first) and that nothing else
-  ever leaves the inbox except by a claim;
+  ever leaves the inbox except by a claim; that a cancel issued inside a session observer
+  with a non-empty inbox to clear drops nothing, raises, and still cancels (K5);
 * whether ``cancel`` reaches a live controller (so an idle cancel reaches nothing), and that a
   reached turn ends ``aborted`` while no other turn does; ``interrupted`` only from repair;
 * when a turn may start (a woken, uncancelled controller), which messages each step enters,
@@ -52,6 +53,7 @@ from .plan import (
     plan_entry,
     unstarted_text,
 )
+from .protocol import OBSERVER_POINTS
 
 __all__ = [
     "MODEL_RULES",
@@ -73,6 +75,7 @@ MODEL_RULES: Final = (
     "K5 an idle cancel reaches nothing",
     "K5 a cancel drops the queue",
     "K5 keep_inbox keeps the queue",
+    "K5 a clear refused inside an observer still cancels",
     "K6 no call is prepared after the cancel",
     "K7 a cancel after turn/end reaches the next controller",
     "K8 a steer after an abort goes next-turn",
@@ -191,6 +194,8 @@ class _Cancel:
     predicted_hit: bool
     controller_turn: int | None
     where: str = ""
+    #: The drop splices a cancel from inside a session observer asked for, refused there (K5).
+    refused: list[tuple[str, list[str]]] = attrs.Factory(list)
 
 
 class ReferenceModel:
@@ -351,7 +356,7 @@ class ReferenceModel:
                     entry["cause"], bool(entry["keep_inbox"]), entry.get("where", "")
                 )
             else:
-                self._cancel_end(entry.get("hit"), entry.get("turn"))
+                self._cancel_end(entry.get("hit"), entry.get("turn"), entry.get("error"))
         elif op in ("tool", "approval"):
             self._decided[(op, entry["call"])] = entry["decision"]
         elif op == "shutdown":
@@ -387,18 +392,38 @@ class ReferenceModel:
         if keep_inbox and any(self.queues.values()):
             self._saw("K5 keep_inbox keeps the queue")
         drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
-        if not keep_inbox:
+        refused: list[tuple[str, list[str]]] = []
+        if drops and where in OBSERVER_POINTS:
+            # K5: issued inside a session observer, the clear's first splice is refused (an
+            # observer may not append), so nothing of step 1 happens -- no splice, no
+            # InboxDropped, a latched wake stays -- and step 2 still cancels the controller.
+            refused, drops = drops, []
+        elif not keep_inbox:
             self.latch = False
         predicted = self.controller is not Controller.NONE and not self.controller_cancelled
         turn = self.controller_turn if self.controller is Controller.BOUND else None
-        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn, where)
+        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn, where, refused)
 
-    def _cancel_end(self, hit: object, turn: object) -> None:
+    def _cancel_end(self, hit: object, turn: object, error: object = None) -> None:
         cancel = self._cancel
         self._cancel = None
         assert cancel is not None
         if cancel.drops:
             self.fail(f"cancel did not drop {cancel.drops} (K5: the whole queue, next-step first)")
+        if cancel.refused:
+            self._saw("K5 a clear refused inside an observer still cancels")
+            if error is None:
+                self.fail(
+                    f"a cancel with keep_inbox false from inside the {cancel.where} observer, "
+                    f"with {cancel.refused} queued, returned without an error: clearing them "
+                    "appends, which a session observer may not (K5: the clear is refused, nothing "
+                    "is dropped, the live controller is still cancelled and the error propagates)"
+                )
+        elif error is not None:
+            self.fail(
+                f"cancel at {cancel.where!r} raised {error}, but it had nothing to refuse (K5: "
+                "only a clear refused inside a session observer makes cancel raise)"
+            )
         if hit is not None and self.controller is Controller.NONE:
             self._saw("K5 an idle cancel reaches nothing")
         elif hit is not None and self.controller_cancelled:

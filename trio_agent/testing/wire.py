@@ -317,13 +317,16 @@ class CancelBegin:
 @attrs.frozen
 class CancelEnd:
     """``turn`` is the live controller's turn read *before* the cancel (null: none, or it had
-    not started its turn)."""
+    not started its turn). ``error``: the one-line error ``cancel`` raised (a clear refused
+    inside a session observer, spec/cancel.md K5); ``hit`` then says whether it still
+    cancelled the live controller."""
 
     k: Literal["act"]
     op: Literal["cancel"]
     phase: Literal["end"]
     hit: bool
     turn: int | None
+    error: str | None = None
 
 
 @attrs.frozen

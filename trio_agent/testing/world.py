@@ -32,9 +32,10 @@ not issued from the observer (``cancel`` may append splices, and observers must 
 it is recorded and issued synchronously at the next harness seam the turn enters (hook, model
 read, approver, tool body) or, if the turn reaches none first, at the next quiescent point of
 :meth:`settle` -- for a flush in flight, while its batch still waits at the gate. The
-``…:observer`` points are the exception: their cancel keeps the inbox, so it appends nothing
-and is issued inside the observer, where no seam could land it (after the ``finish`` chunk,
-after ``assistant/message``, after ``turn/end``).
+``…:observer`` points are the exception: their cancel is issued inside the observer, where no
+seam could land it (after the ``finish`` chunk, after ``assistant/message``, after
+``turn/end``); one that must clear a non-empty inbox has its clear refused there (K5), which
+:meth:`cancel` journals as the cancel's ``error``.
 
 Everything the world observes is reported in order through ``emit`` as *journal entries*
 (spec/harness.md §Journal entries): appended events, runtime events, the harness's own actions and
@@ -319,8 +320,8 @@ class World:
             self.ops.fail_next += int(action["fail"])
         elif point in _CANCEL_AT_ONCE:
             # A runtime listener, a seam, the quiescent I/O gate or the dispatch flush's return:
-            # cancelling here is allowed. Inside an observer only because the trap keeps the
-            # inbox (the host refuses any other cancel there), so the cancel appends nothing.
+            # cancelling here is allowed. Inside an observer too: a clear refused there is
+            # K5's half-done cancel, which cancel() journals.
             self.cancel(action["cause"], bool(action["keep_inbox"]), where=point)
         else:
             # Inside a session observer: cancel() appends, so it waits for the next seam.
@@ -361,7 +362,26 @@ class World:
                 "where": where,
             }
         )
-        hit = agent.cancel(cancel_cause(cause), keep_inbox=keep_inbox)
+        live = controller is not None and not controller.cancel_called
+        try:
+            hit = agent.cancel(cancel_cause(cause), keep_inbox=keep_inbox)
+        except Exception as exc:
+            # K5: clearing the inbox from inside a session observer is refused (an observer
+            # may not append); the live controller is cancelled all the same, and the error
+            # propagates -- to here, which journals it. Whether this call cancelled the
+            # controller is read from the controller itself, as the call never returned.
+            hit = live and controller is not None and controller.cancel_called
+            self.emit(
+                {
+                    "k": "act",
+                    "op": "cancel",
+                    "phase": "end",
+                    "hit": hit,
+                    "turn": turn,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
+            return hit
         self.emit({"k": "act", "op": "cancel", "phase": "end", "hit": hit, "turn": turn})
         return hit
 

@@ -34,7 +34,7 @@ from trio_agent.runtime.controller import TurnContext, TurnController
 from trio_agent.runtime.events import InboxDropped, OutcomeKind, TurnOutcome
 from trio_agent.runtime.hooks import Hooks
 from trio_agent.runtime.run_state import RunState, Target
-from trio_agent.store import recovery as recovery_module
+from trio_agent.store import ReentrantAppend, recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
 from trio_agent.testing import world as world_module
 
@@ -826,6 +826,44 @@ def _plant_results_in_completion_order(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(scheduler_module.ToolStep, "_settle", _settle_in_completion_order)
 
 
+# -- 40-41: a cancel from inside a session observer that must clear the inbox (K5, K7) -------------
+
+
+def _cancel_skipping_controller_on_error(
+    self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False
+) -> bool:
+    """Agent.cancel, except a clear that raises skips the controller's cancel."""
+    require_cause(cause)
+    if self._closed:
+        return False
+    if not keep_inbox:
+        self._clear_inbox(cause)  # BUG: no try/finally: refused here, the turn is not cancelled
+        self._state.forget_latch()
+    return self._state.cancel(cause)
+
+
+def _plant_observer_cancel_ignored(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "cancel", _cancel_skipping_controller_on_error)
+
+
+def _cancel_swallowing_refused_clear(
+    self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False
+) -> bool:
+    """Agent.cancel, except a refused clear is swallowed: the queue stays, silently."""
+    require_cause(cause)
+    if self._closed:
+        return False
+    if not keep_inbox:
+        with contextlib.suppress(ReentrantAppend):  # BUG: the caller never learns
+            self._clear_inbox(cause)
+        self._state.forget_latch()
+    return self._state.cancel(cause)
+
+
+def _plant_refused_clear_swallowed(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "cancel", _cancel_swallowing_refused_clear)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -1078,5 +1116,19 @@ BUGS = [
         "parallel calls, the later one that finishes first is answered first (K16)",
         _plant_results_in_completion_order,
         r"K16: results are committed in request order",
+    ),
+    Bug(
+        "observer-cancel-ignored",
+        "a cancel whose clear of the inbox raises (from inside a session observer, with "
+        "messages queued) never cancels the live controller (K5, K7)",
+        _plant_observer_cancel_ignored,
+        r"cancel returned hit=False",
+    ),
+    Bug(
+        "refused-clear-swallowed",
+        "a cancel whose clear of the inbox is refused inside a session observer swallows the "
+        "error: the queue stays and the caller is not told (K5)",
+        _plant_refused_clear_swallowed,
+        r"returned without an error",
     ),
 ]
