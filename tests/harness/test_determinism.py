@@ -35,6 +35,9 @@ def _request(rng: random.Random, state: dict[str, Any], n: int) -> dict[str, Any
         ops.append("approval")
     if not state["disk_failures"]:
         ops.append("disk")
+        armed = state["armed"]
+        if armed is None or armed["action"]["kind"] != "disk":
+            ops.append("new_agent")  # a failing final flush would fail the world (K24)
     op = rng.choice(ops)
     if op in ("followup", "steer", "inject"):
         return {"op": op, "text": f"{op} {n}"}

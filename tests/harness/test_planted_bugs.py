@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.harness.planted import BUGS, Bug, count_only_requested_flushes
-from support.harness_report import FOUND
+from support.harness_report import FOUND, SEARCHED
 from support.harness_settings import EXAMPLES, PLANTED_SEED, run_machine
 
 from trio_agent.testing.inprocess import InProcessAdapter
@@ -39,6 +39,7 @@ SEARCH_EXAMPLES = 10_000
 def test_the_machine_finds_and_shrinks_a_planted_bug(
     bug: Bug, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    SEARCHED.append(bug.name)
     bug.plant(monkeypatch)
     machine = machine_for(InProcessAdapter, profile=f"planted: {bug.name}")
     with pytest.raises(AssertionError) as failure:

@@ -28,6 +28,7 @@ from trio_agent.testing.refmodel import (
     MessageState,
     ModelViolation,
     ReferenceModel,
+    Status,
 )
 
 
@@ -695,3 +696,21 @@ def test_a_clear_refused_inside_an_observer_still_cancels() -> None:
     feed(model, [*WAKE, act("cancel", "begin", cause="user", keep_inbox=False, where="now:x")])
     with pytest.raises(ModelViolation, match=r"had nothing to refuse"):
         model.apply(act("cancel", "end", hit=True, turn=1, error=refused))
+
+
+def test_a_new_agent_needs_the_session_open_and_the_second_agent_refused() -> None:
+    """K24: ``new_agent`` leaves the agent (as a shutdown does, K22) and opens another on the
+    same session: a second agent opened meanwhile is refused, and the session is not closed."""
+    refused = "RuntimeError: session 's' already has an agent"
+    model = ReferenceModel(["talk"])
+    feed(model, [act("new_agent", "begin", second=refused), act("new_agent", "end", closed=False)])
+    assert model.exercised["K24 a second agent on a session is refused"] == 1
+    assert model.exercised["K24 leaving an agent keeps the session open and flushed"] == 1
+    assert not model.closing and model.status is Status.IDLE
+    model = ReferenceModel(["talk"])
+    with pytest.raises(ModelViolation, match=r"K24: a second agent was opened"):
+        model.apply(act("new_agent", "begin", second=None))
+    model = ReferenceModel(["talk"])
+    model.apply(act("new_agent", "begin", second=refused))
+    with pytest.raises(ModelViolation, match=r"K24: leaving the agent closed the session"):
+        model.apply(act("new_agent", "end", closed=True))

@@ -142,6 +142,20 @@ class WorldHost:
                         "the world did not shut down (something waits on virtual time)"
                     )
                 return {"closed_ok": world.closed_ok}
+            case BareRequest(op="new_agent"):
+                if world.renewing:
+                    raise RequestError("an agent is already being replaced")
+                world.renew()
+                for _ in range(100):
+                    await world.settle()
+                    if world.renewed or world.done.is_set() or world.dead:
+                        break
+                    await trio.sleep(0)
+                else:
+                    raise RuntimeError(
+                        "the agent was not replaced (something waits on virtual time)"
+                    )
+                return {"second": world.second}
             case BareRequest(op="crash"):
                 result = {"where": world.where()}
                 world.crash()

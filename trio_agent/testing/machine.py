@@ -659,6 +659,36 @@ class HarnessMachine(RuleBasedStateMachine):
         self._journal(rest)
         self._settled(reply["state"])
 
+    @precondition(
+        lambda self: (
+            self._alive()
+            and self.state is not None
+            and not self.state["disk_failures"]
+            and not (self.armed is not None and self.armed["action"]["kind"] == "disk")
+        )
+    )
+    @rule()
+    def new_agent(self) -> None:
+        """Leave the running agent and open a new one on the same, still open session (K24):
+        a second concurrent agent is refused, the session is flushed on exit and not closed."""
+        self._note("new_agent()")
+        before = self.incarnation
+        reply = self._request({"op": "new_agent"})
+        if reply.get("crashed") or self.incarnation != before:
+            return  # an armed crash fired while the agent was left: recovered as any crash
+        if reply["result"]["second"] is None:
+            raise HarnessViolation(
+                "K24: a second agent was opened on the session while its agent still ran"
+            )
+        on_disk = check_live_bytes(self.log_path.read_bytes(), self.memory, 0)
+        total = len(self.memory)
+        if on_disk < total:
+            raise HarnessViolation(
+                f"K24: the agent was left (new_agent) with events {on_disk}..{total - 1} of the "
+                f"session's {total} not on disk: leaving open_agent flushes the session"
+            )
+        balanced_ends(self.memory)
+
 
 def machine_for(
     adapter_factory: Callable[[], Adapter], *, profile: str, name: str | None = None
@@ -871,12 +901,14 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K22, R3, persistence.md §2: a shutdown parks the queue; repair closes the turn a crash "
-        "left open; the next world's clock, and its batching window",
+        "K22, K24, R3, persistence.md §2: a new agent on the session the running one left, "
+        "flushed and open, a second one refused; a shutdown parks the queue; repair closes the "
+        "turn a crash left open; the next world's clock, and its batching window",
         (
             ("begin", {"plan": ["job"]}),
             ("followup", {}),
             ("followup", {}),
+            ("new_agent", {}),
             ("restart", {}),
             (
                 "provoke",

@@ -81,6 +81,7 @@ OPS: Final = (
     "disk",
     "arm",
     "shutdown",
+    "new_agent",
     "crash",
 )
 

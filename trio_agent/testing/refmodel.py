@@ -102,6 +102,8 @@ MODEL_RULES: Final = (
     "K19 a cancelled turn ends aborted",
     "K21 the next turn starts after a turn ends",
     "K22 a shutdown parks the queue",
+    "K24 a second agent on a session is refused",
+    "K24 leaving an agent keeps the session open and flushed",
     "R3 repair closes the open turn",
 )
 
@@ -359,13 +361,34 @@ class ReferenceModel:
                 self._cancel_end(entry.get("hit"), entry.get("turn"), entry.get("error"))
         elif op in ("tool", "approval"):
             self._decided[(op, entry["call"])] = entry["decision"]
-        elif op == "shutdown":
+        elif op == "shutdown" or (op == "new_agent" and phase == "begin"):
+            if op == "new_agent":
+                self._saw("K24 a second agent on a session is refused")
+                if entry["second"] is None:
+                    self.fail(
+                        "K24: a second agent was opened on the session while its agent still "
+                        "ran (at most one agent runs on a session: RuntimeError otherwise)"
+                    )
             # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
             if any(self.queues.values()):
                 self._saw("K22 a shutdown parks the queue")
             self.closing = True
             self._cancel_begin("disposed", True)
             self._cancel_end(None, None)
+        elif op == "new_agent":
+            # K24: the agent was left (open_agent exited); a new one opens on the session.
+            # The driver checks the file right after the reply: the session was flushed.
+            self._saw("K24 leaving an agent keeps the session open and flushed")
+            if entry["closed"]:
+                self.fail(
+                    "K24: leaving the agent closed the session: open_agent does not take "
+                    "ownership of it (it flushes it on exit and never closes it)"
+                )
+            if self.status is not Status.IDLE:
+                self.fail("the agent was left while the model still has its run going (K22)")
+            floor = self._floor  # the same world: its clock goes on
+            self.reopened()
+            self._floor = floor
 
     def _send_end(self, entry: Mapping[str, Any]) -> None:
         send = self._send

@@ -166,6 +166,14 @@ class CrashResult:
     where: str
 
 
+@attrs.frozen
+class NewAgentResult:
+    """``second``: how opening a second agent on the session, while the first still ran, was
+    refused (one line), or null if it was not (spec/cancel.md K24)."""
+
+    second: str | None
+
+
 RESULTS: Final[dict[str, type | None]] = {
     "hello": HelloResult,
     "start": StartResult,
@@ -181,6 +189,7 @@ RESULTS: Final[dict[str, type | None]] = {
     "arm": None,
     "shutdown": ShutdownResult,
     "crash": CrashResult,
+    "new_agent": NewAgentResult,
     "bye": None,
 }
 
@@ -337,6 +346,28 @@ class ShutdownBegin:
 
 
 @attrs.frozen
+class NewAgentBegin:
+    """The running agent is about to be left (as ``shutdown`` leaves it, K22); ``second`` is
+    how a second agent opened on the session just before was refused, or null (K24)."""
+
+    k: Literal["act"]
+    op: Literal["new_agent"]
+    phase: Literal["begin"]
+    second: str | None
+
+
+@attrs.frozen
+class NewAgentEnd:
+    """The agent was left; ``closed`` is whether the session was closed then (K24: never).
+    A new agent is opened on the session next."""
+
+    k: Literal["act"]
+    op: Literal["new_agent"]
+    phase: Literal["end"]
+    closed: bool
+
+
+@attrs.frozen
 class DecisionEnd:
     k: Literal["act"]
     op: Literal["tool", "approval"]
@@ -399,6 +430,8 @@ _ACT: Final[dict[tuple[str, str], type]] = {
     ("cancel", "begin"): CancelBegin,
     ("cancel", "end"): CancelEnd,
     ("shutdown", "begin"): ShutdownBegin,
+    ("new_agent", "begin"): NewAgentBegin,
+    ("new_agent", "end"): NewAgentEnd,
     ("tool", "end"): DecisionEnd,
     ("approval", "end"): DecisionEnd,
     ("flush", "end"): FlushEnd,
@@ -560,7 +593,7 @@ class ArmRequest:
 
 @attrs.frozen
 class BareRequest:
-    op: Literal["flush", "shutdown", "crash", "bye"]
+    op: Literal["flush", "shutdown", "new_agent", "crash", "bye"]
 
 
 _REQUESTS: Final[dict[str, type]] = {
@@ -573,7 +606,7 @@ _REQUESTS: Final[dict[str, type]] = {
     "approval": ApprovalRequest,
     "disk": DiskRequest,
     "arm": ArmRequest,
-    **{op: BareRequest for op in ("flush", "shutdown", "crash", "bye")},
+    **{op: BareRequest for op in ("flush", "shutdown", "new_agent", "crash", "bye")},
 }
 
 
@@ -609,7 +642,8 @@ _RENAMES: Final[dict[type, dict[str, str]]] = {
 _ENTRIES: Final = (
     Opened, EventEntry, WriteEntry, HookEntry, StatusEntry, TurnStartedEntry, TurnEndedEntry,
     PreventedEntry, DroppedEntry, AgentErrorEntry, SendBegin, SendEnd, CancelBegin, CancelEnd,
-    ShutdownBegin, DecisionEnd, FlushEnd, Fire, ViolationEntry, FailureEntry,
+    ShutdownBegin, NewAgentBegin, NewAgentEnd, DecisionEnd, FlushEnd, Fire, ViolationEntry,
+    FailureEntry,
 )  # fmt: skip
 
 

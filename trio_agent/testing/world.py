@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Final
 
@@ -129,6 +130,10 @@ class World:
         self.agent: Agent | None = None
         self.scope = trio.CancelScope()
         self.stop = trio.Event()
+        #: ``new_agent``: the agent is being left for a new one; a new one is installed.
+        self.renewing = False
+        self.renewed = False
+        self.second: str | None = None
         self.done = trio.Event()
         self.dead = False
         self.closed_ok = False
@@ -203,19 +208,34 @@ class World:
                     session.subscribe(self._observe)
                     self._watch_dispatch_flush(session)
                     self.ops.armed = True
-                    async with open_agent(
-                        session,
-                        model=PlanModel(self, self.plan),
-                        tools=[WatchedSleep(self), JobTool(self)],
-                        approver=GateApprover(self),
-                        hooks=SeamHooks(self),
-                    ) as agent:
-                        self.agent = agent
-                        agent.subscribe(self._on_runtime)
-                        started = True
-                        task_status.started()
-                        await self.stop.wait()
-                        self.emit({"k": "act", "op": "shutdown", "phase": "begin"})
+                    while True:
+                        async with self._open_agent(session) as agent:
+                            self.agent = agent
+                            agent.subscribe(self._on_runtime)
+                            self.renewed = True
+                            if not started:
+                                started = True
+                                task_status.started()
+                            await self.stop.wait()
+                            if not self.renewing:
+                                self.emit({"k": "act", "op": "shutdown", "phase": "begin"})
+                                break
+                            second = self.second = await self._second_agent(session)
+                            self.emit(
+                                {"k": "act", "op": "new_agent", "phase": "begin", "second": second}
+                            )
+                        # K24: the agent left; the session is still the caller's, flushed and
+                        # open, and a new agent runs on it.
+                        self.renewing = False
+                        self.stop = trio.Event()
+                        self.emit(
+                            {
+                                "k": "act",
+                                "op": "new_agent",
+                                "phase": "end",
+                                "closed": session.closed,
+                            }
+                        )
                 if not self.dead:
                     self.acked = len(session.events)
                     self.closed_ok = True
@@ -231,6 +251,32 @@ class World:
                 self.emit({"k": "failure", "text": self.failure})
         finally:
             self.done.set()
+
+    def _open_agent(self, session: Session) -> AbstractAsyncContextManager[Agent]:
+        return open_agent(
+            session,
+            model=PlanModel(self, self.plan),
+            tools=[WatchedSleep(self), JobTool(self)],
+            approver=GateApprover(self),
+            hooks=SeamHooks(self),
+        )
+
+    async def _second_agent(self, session: Session) -> str | None:
+        """Open a second agent on ``session`` while this world's agent still runs on it: K24
+        refuses it (``RuntimeError``; ``ValueError`` when a turn is open). The refusal as one
+        line, or ``None`` if the second agent opened (it is left at once)."""
+        try:
+            async with self._open_agent(session):
+                pass
+        except (RuntimeError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def renew(self) -> None:
+        """Leave the running agent and open a new one on the same session (``new_agent``)."""
+        self.renewing = True
+        self.renewed = False
+        self.stop.set()
 
     async def teardown(self) -> None:
         """Discard this world (after a crash): its file no longer matters, so let every

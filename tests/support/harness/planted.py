@@ -864,6 +864,55 @@ def _plant_refused_clear_swallowed(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(agent_module.Agent, "cancel", _cancel_swallowing_refused_clear)
 
 
+# -- 42-43: open_agent takes ownership of the session (K24) ---------------------------------------
+
+
+def _plant_agent_closes_session(mp: pytest.MonkeyPatch) -> None:
+    real = agent_module.open_agent  # what the world's name is bound to, patched below
+
+    @contextlib.asynccontextmanager
+    async def open_agent(session: Any, **kwargs: Any) -> AsyncIterator[agent_module.Agent]:
+        async with real(session, **kwargs) as agent:
+            yield agent
+        await session.aclose()  # BUG: the agent owns the session and closes it on exit
+
+    mp.setattr(world_module, "open_agent", open_agent)
+
+
+@contextlib.asynccontextmanager
+async def _open_agent_without_final_flush(
+    session: Any, **kwargs: Any
+) -> AsyncIterator[agent_module.Agent]:
+    """open_agent, except that leaving it does not flush the session."""
+    if session.closed:
+        raise ValueError(f"session {session.id!r} is closed")
+    if session.open_turn is not None:
+        raise ValueError(f"session {session.id!r} has turn {session.open_turn} open")
+    if session in agent_module._attached:
+        raise RuntimeError(f"session {session.id!r} already has an agent")
+    agent = agent_module.Agent(session, **kwargs)
+    agent_module._attached.add(session)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent._drive)
+            nursery.start_soon(agent._watch_lease)
+            try:
+                yield agent
+            finally:
+                agent._begin_shutdown()
+                with trio.move_on_after(agent_module.DEFAULT_SHUTDOWN_TIMEOUT, shield=True):
+                    await agent.wait_idle()
+                nursery.cancel_scope.cancel()
+        # BUG: no final flush: what the agent appended since its last flush is left queued
+    finally:
+        agent._finish_shutdown()
+        agent_module._attached.discard(session)
+
+
+def _plant_agent_exit_skips_flush(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(world_module, "open_agent", _open_agent_without_final_flush)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -1130,5 +1179,18 @@ BUGS = [
         "error: the queue stays and the caller is not told (K5)",
         _plant_refused_clear_swallowed,
         r"returned without an error",
+    ),
+    Bug(
+        "agent-closes-session",
+        "leaving open_agent closes the session: the agent took ownership of it (K24)",
+        _plant_agent_closes_session,
+        r"K24: leaving the agent closed the session",
+    ),
+    Bug(
+        "agent-exit-skips-flush",
+        "leaving open_agent does not flush the session: what was appended since the last "
+        "flush stays queued (K24)",
+        _plant_agent_exit_skips_flush,
+        r"K24: the agent was left \(new_agent\) with events",
     ),
 ]
