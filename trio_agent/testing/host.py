@@ -153,7 +153,8 @@ class WorldHost:
                     await trio.sleep(0)
                 else:
                     raise RuntimeError(
-                        "the agent was not replaced (something waits on virtual time)"
+                        "the agent did not shut down for a new one (something waits on "
+                        "virtual time)"
                     )
                 return {"second": world.second}
             case BareRequest(op="crash"):

@@ -1115,7 +1115,7 @@ BUGS = [
         "tool bodies run shielded from the turn's cancel, so a cancelled turn waits for its "
         "running body to end on its own (K6)",
         _plant_bodies_outside_scope,
-        r"was cancelled but has not ended|the world did not shut down",
+        r"was cancelled but has not ended|did not shut down",
     ),
     Bug(
         "undispatched-calls-unanswered",
