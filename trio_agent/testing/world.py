@@ -3,8 +3,10 @@
 A :class:`World` is what lives between a cold open and a crash (or a graceful shutdown): a
 :class:`~trio_agent.store.JsonlStore` session, an agent from
 :func:`~trio_agent.runtime.open_agent` with the real :class:`~trio_agent.models.ScriptedModel`
-and :class:`~trio_agent.tools.builtin.SleepTool`, and a few harness seams built from the
-runtime's own extension points. Nothing in it moves unless the harness moves it:
+and :class:`~trio_agent.tools.builtin.SleepTool` (one at a time: :meth:`World.renew`, the
+``new_agent`` request, leaves it and opens another on the same open session, K24), and a few
+harness seams built from the runtime's own extension points. Nothing in it moves unless the
+harness moves it:
 
 * **virtual time** (``trio.testing.MockClock(rate=0)``, no autojump): the model's chunk delays,
   the sleep tool and the writer's batching window only elapse on :meth:`advance`;
