@@ -14,7 +14,7 @@ import pytest
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.plan import MENU_NAMES
-from trio_agent.testing.protocol import OBSERVER_POINTS, trap_points
+from trio_agent.testing.protocol import trap_points
 
 
 def _normalize(value: Any, ids: dict[str, str]) -> Any:
@@ -35,6 +35,9 @@ def _request(rng: random.Random, state: dict[str, Any], n: int) -> dict[str, Any
         ops.append("approval")
     if not state["disk_failures"]:
         ops.append("disk")
+        armed = state["armed"]
+        if armed is None or armed["action"]["kind"] != "disk":
+            ops.append("new_agent")  # a failing final flush would fail the world (K24)
     op = rng.choice(ops)
     if op in ("followup", "steer", "inject"):
         return {"op": op, "text": f"{op} {n}"}
@@ -59,8 +62,6 @@ def _request(rng: random.Random, state: dict[str, Any], n: int) -> dict[str, Any
             else {"kind": "cancel", "cause": "parent", "keep_inbox": rng.random() < 0.5}
         )
         point = rng.choice(trap_points(kind))
-        if point in OBSERVER_POINTS and kind == "cancel":
-            action["keep_inbox"] = True  # issued inside an observer: it cannot clear
         return {"op": "arm", "point": point, "action": action}
     return {"op": op}
 

@@ -109,7 +109,7 @@ BETWEEN_SCRIPT: list[dict[str, Any]] = [
     _cancel_at("finish:observer"),
     {"op": "followup", "text": "two"},
     {"op": "advance", "ticks": 8, "seconds": 1},
-    _cancel_at("turn/end:observer"),
+    _cancel_at("turn/end:observer", keep_inbox=False),  # "four" queued: the clear is refused
     {"op": "followup", "text": "three"},
     {"op": "followup", "text": "four"},
     {"op": "advance", "ticks": 8, "seconds": 1},
@@ -163,7 +163,37 @@ def test_both_adapters_land_a_cancel_between_seams_alike(tmp_path: Path) -> None
         "turn/end:observer",
         "assistant/message:observer",
     ]
+    # K5: the turn/end observer's cancel had "four" to clear; the clear is refused there, the
+    # cancel still hits (the next controller) and the error is journaled.
+    ends = [e for step in a for e in step[1] if e.get("op") == "cancel" and e["phase"] == "end"]
+    refused = [e for e in ends if "error" in e]
+    assert len(refused) == 1, ends
+    assert refused[0]["hit"] is True and refused[0]["error"].startswith("ReentrantAppend: ")
     assert a == b
+
+
+#: K24: the running agent is left for a new one on the same session (its turn aborted, the
+#: queue parked), then the idle one, right after an inject (its final flush writes it).
+NEW_AGENT_SCRIPT: list[dict[str, Any]] = [
+    {"op": "followup", "text": "one"},
+    {"op": "followup", "text": "two"},
+    {"op": "advance", "ticks": 2, "seconds": 1},
+    {"op": "new_agent"},
+    {"op": "inject", "text": "three"},
+    {"op": "new_agent"},
+    {"op": "followup", "text": "four"},
+    {"op": "advance", "ticks": 12, "seconds": 1},
+]
+
+
+def test_both_adapters_replace_an_agent_alike(tmp_path: Path) -> None:
+    a = _normalized(InProcessAdapter(), tmp_path / "a" / "s" / "session.jsonl", NEW_AGENT_SCRIPT)
+    b = _normalized(PipeAdapter(), tmp_path / "b" / "s" / "session.jsonl", NEW_AGENT_SCRIPT)
+    assert a == b
+    idle_swap = [e["k"] if e["k"] != "act" else e["phase"] for e in a[6][1]]
+    assert idle_swap == ["begin", "write", "end"]  # the final flush wrote the inject's splice
+    begin = a[6][1][0]
+    assert begin["second"] == "RuntimeError: session 's' already has an agent"
 
 
 def test_both_adapters_hold_a_reply_that_did_not_settle(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from trio_agent.testing.refmodel import (
     MessageState,
     ModelViolation,
     ReferenceModel,
+    Status,
 )
 
 
@@ -37,6 +38,7 @@ def ev(seq: int, type_: str, **data: Any) -> dict[str, Any]:
 
 MSG = {"id": "m1", "text": "go", "source": "followup"}
 INJECTED = {"id": "m2", "text": "a", "source": "inject"}
+FOLLOWED = {"id": "m2", "text": "b", "source": "followup"}
 CALL = {"type": "tool-call", "id": "c1", "name": "job", "arguments": {}}
 TURN = [
     ev(0, "agent/inbox/spliced", target="next-turn", start=0, inserted=[MSG]),
@@ -603,3 +605,112 @@ def test_a_call_cancelled_in_its_dispatch_flush_never_starts() -> None:
     output = ev(14, "tool/output", turn=1, step=1, callId="call-1-1-1", stream="stdout", text="x")
     with pytest.raises(ModelViolation, match=r"tool/output of call-1-1-1.*its body ran"):
         model.apply(event(output))
+
+
+RACE_CALLS = [
+    {"type": "tool-call", "id": "call-1-1-1", "name": "sleep", "arguments": {"seconds": 2}},
+    {"type": "tool-call", "id": "call-1-1-2", "name": "sleep", "arguments": {"seconds": 1}},
+]
+
+
+def race_until_bodies() -> list[dict[str, Any]]:
+    """Turn 1 step 1 of `race` up to both dispatches (seq 5-16): two parallel sleeps, the
+    second shorter, so its body finishes first."""
+    dispatched: list[dict[str, Any]] = []
+    for seq, call in ((11, RACE_CALLS[0]), (14, RACE_CALLS[1])):
+        dispatched += [
+            *asked(seq, str(call["id"]), "sleep"),
+            event(
+                ev(
+                    seq + 2,
+                    "tool/call",
+                    turn=1,
+                    step=1,
+                    callId=call["id"],
+                    name="sleep",
+                    arguments=call["arguments"],
+                )
+            ),
+        ]
+    return [
+        *chunks(
+            5,
+            {"type": "text-delta", "text": "two "},
+            {"type": "text-delta", "text": "naps"},
+            *RACE_CALLS,
+            {"type": "finish", "reason": "tool-calls"},
+        ),
+        message_of(
+            10, {"id": "a-1-1", "content": [{"type": "text", "text": "two naps"}, *RACE_CALLS]}
+        ),
+        *dispatched,
+    ]
+
+
+def test_results_are_committed_in_request_order() -> None:
+    """K16: of two parallel calls the later one finishes first, and its result waits."""
+
+    def slept(seq: int, call: str, seconds: int) -> dict[str, Any]:
+        content = f"slept {seconds}s"
+        return event(
+            ev(seq, "tool/result", turn=1, step=1, callId=call, isError=False, content=content)
+        )
+
+    model = ReferenceModel(["race"])
+    feed(model, [*WAKE, *race_until_bodies(), slept(17, "call-1-1-1", 2)])
+    feed(model, [slept(18, "call-1-1-2", 1)])
+    assert model.exercised["K16 results are committed in request order"] == 1
+    model = ReferenceModel(["race"])
+    feed(model, [*WAKE, *race_until_bodies()])
+    with pytest.raises(
+        ModelViolation, match=r"call-1-1-2 is committed before the results of \['call-1-1-1'\]"
+    ):
+        model.apply(slept(17, "call-1-1-2", 1))
+
+
+def test_a_clear_refused_inside_an_observer_still_cancels() -> None:
+    """K5: a cancel that must clear a non-empty inbox, issued inside a session observer,
+    has its first splice refused: nothing is dropped, the controller is still cancelled, and
+    the error propagates (the journal's ``error``)."""
+    queued = [
+        *WAKE,
+        act("followup", "begin", text="b"),
+        event(ev(5, "agent/inbox/spliced", target="next-turn", start=0, inserted=[FOLLOWED])),
+        act("followup", "end", id="m2"),
+        act("cancel", "begin", cause="user", keep_inbox=False, where="finish:observer"),
+    ]
+    refused = "ReentrantAppend: append from an observer is refused"
+    model = ReferenceModel(["talk"])
+    feed(model, [*queued, act("cancel", "end", hit=True, turn=1, error=refused)])
+    assert model.exercised["K5 a clear refused inside an observer still cancels"] == 1
+    assert model.queues["next-turn"] == ["m2"] and model.controller_cancelled
+    model = ReferenceModel(["talk"])
+    feed(model, queued)
+    with pytest.raises(ModelViolation, match=r"observer, with \[\('next-turn', \['m2'\]\)\]"):
+        model.apply(act("cancel", "end", hit=True, turn=1))
+    model = ReferenceModel(["talk"])
+    feed(model, queued)
+    with pytest.raises(ModelViolation, match=r"cancel returned hit=False"):
+        model.apply(act("cancel", "end", hit=False, turn=1, error=refused))
+    model = ReferenceModel(["talk"])
+    feed(model, [*WAKE, act("cancel", "begin", cause="user", keep_inbox=False, where="now:x")])
+    with pytest.raises(ModelViolation, match=r"had nothing to refuse"):
+        model.apply(act("cancel", "end", hit=True, turn=1, error=refused))
+
+
+def test_a_new_agent_needs_the_session_open_and_the_second_agent_refused() -> None:
+    """K24: ``new_agent`` leaves the agent (as a shutdown does, K22) and opens another on the
+    same session: a second agent opened meanwhile is refused, and the session is not closed."""
+    refused = "RuntimeError: session 's' already has an agent"
+    model = ReferenceModel(["talk"])
+    feed(model, [act("new_agent", "begin", second=refused), act("new_agent", "end", closed=False)])
+    assert model.exercised["K24 a second agent on a session is refused"] == 1
+    assert model.exercised["K24 leaving an agent keeps the session open and flushed"] == 1
+    assert not model.closing and model.status is Status.IDLE
+    model = ReferenceModel(["talk"])
+    with pytest.raises(ModelViolation, match=r"K24: a second agent was opened"):
+        model.apply(act("new_agent", "begin", second=None))
+    model = ReferenceModel(["talk"])
+    model.apply(act("new_agent", "begin", second=refused))
+    with pytest.raises(ModelViolation, match=r"K24: leaving the agent closed the session"):
+        model.apply(act("new_agent", "end", closed=True))

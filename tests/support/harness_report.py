@@ -20,6 +20,8 @@ from trio_agent.testing.protocol import POINTS, trap_points
 #: bug name -> the rules of the shrunk counterexample the machine found
 #: (tests/support/harness/planted.py).
 FOUND: dict[str, list[str]] = {}
+#: Names of the planted bugs whose search ran this session, found or not.
+SEARCHED: list[str] = []
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -31,6 +33,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             "coverage": sorted([p, label, n] for (p, label), n in COVERAGE.items()),
             "rules": sorted([p, name, n] for (p, name), n in RULES.items()),
             "found": sorted(FOUND.items()),
+            "searched": list(SEARCHED),
         }
 
 
@@ -48,6 +51,7 @@ def pytest_testnodedown(node: Any, error: object) -> None:
         RULES[(profile, name)] += count
     for name, rules in got["found"]:
         FOUND[name] = list(rules)
+    SEARCHED.extend(got.get("searched", ()))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -99,3 +103,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             )
     for name, rules in FOUND.items():
         tr.write_line(f"planted bug {name}: shrunk to {len(rules)} rules: {' ; '.join(rules)}")
+    if SEARCHED:
+        missed = [name for name in SEARCHED if name not in FOUND]
+        tr.write_line(
+            f"planted bugs: found {len(SEARCHED) - len(missed)} of {len(SEARCHED)} searched"
+            + (f"; missed: {', '.join(missed)}" if missed else "")
+        )

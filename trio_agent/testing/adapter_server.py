@@ -16,6 +16,9 @@ SIGKILL it between requests (``crash`` is then not sent at all).
 After a reply sent without settling (``cancel`` with ``settle: false``) the next request is
 read blocking the thread, so the cancelled run cannot move before that request's action.
 
+``new_agent`` (K24) replaces the agent within this process and its world: the session stays
+open, and the same process serves the new agent.
+
 ``{"op": "bye"}`` (or end of input) ends the process after tearing the current world down.
 """
 

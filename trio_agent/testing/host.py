@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 
-from .protocol import OBSERVER_POINTS, POINTS, PROTOCOL, AdapterError, Reply, trap_points
+from .protocol import POINTS, PROTOCOL, AdapterError, Reply, trap_points
 from .wire import (
     AdvanceRequest,
     ApprovalRequest,
@@ -127,15 +127,6 @@ class WorldHost:
                 armed = attrs.asdict(action)
                 if point not in trap_points(armed["kind"]):
                     raise RequestError(f"{point} takes only a cancel trap, not {armed['kind']}")
-                if (
-                    point in OBSERVER_POINTS
-                    and armed["kind"] == "cancel"
-                    and not armed["keep_inbox"]
-                ):
-                    raise RequestError(
-                        f"a cancel at {point} must keep the inbox (keep_inbox: true): it is "
-                        "issued inside a session observer, where clearing the inbox cannot append"
-                    )
                 world.arm(point, armed)
             case BareRequest(op="flush"):
                 self._nursery.start_soon(world.flush_task)
@@ -151,6 +142,21 @@ class WorldHost:
                         "the world did not shut down (something waits on virtual time)"
                     )
                 return {"closed_ok": world.closed_ok}
+            case BareRequest(op="new_agent"):
+                if world.renewing:
+                    raise RequestError("an agent is already being replaced")
+                world.renew()
+                for _ in range(100):
+                    await world.settle()
+                    if world.renewed or world.done.is_set() or world.dead:
+                        break
+                    await trio.sleep(0)
+                else:
+                    raise RuntimeError(
+                        "the agent did not shut down for a new one (something waits on "
+                        "virtual time)"
+                    )
+                return {"second": world.second}
             case BareRequest(op="crash"):
                 result = {"where": world.where()}
                 world.crash()

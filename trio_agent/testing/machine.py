@@ -69,7 +69,6 @@ from .plan import MENU_NAMES
 from .protocol import (
     CANCEL_ONLY_POINTS,
     CRASH_POINTS,
-    OBSERVER_POINTS,
     POINTS,
     Adapter,
     AdapterError,
@@ -510,8 +509,6 @@ class HarnessMachine(RuleBasedStateMachine):
             )
         if point in CANCEL_ONLY_POINTS and action["kind"] != "cancel":
             action = {"kind": "cancel", "cause": "user", "keep_inbox": False}
-        if action["kind"] == "cancel" and point in OBSERVER_POINTS:
-            action = {**action, "keep_inbox": True}  # issued inside an observer: it cannot clear
         self._note(f"arm({point}, {action}" + (f", tear={tear})" if tear is not None else ")"))
         # Armed before the request: after a held cancel the trap can fire while the world
         # settles in the arm's own reply (its fire entry then disarms it, as any other).
@@ -529,11 +526,21 @@ class HarnessMachine(RuleBasedStateMachine):
     def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
         """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
         agent is idle again): one rule that reaches a named point."""
+        self._provoke(point, action, tear)
+
+    def _provoke(
+        self, point: str, action: dict[str, Any], tear: int | None, *, queue: bool = False
+    ) -> None:
+        """:meth:`provoke`; with ``queue``, a second ``followup`` after the wake, so that the
+        running turn has work queued when the trap fires (shown as ``queued`` in the trace)."""
         before = len(self.trace)
         try:
             self._arm(point, action, tear)
             if self.state is not None and self.state["status"] == "idle" and self.armed:
                 self._send_message("followup")
+                if queue and self._alive():
+                    self._send_message("followup")
+                    self.trace[before] = self.trace[before][:-1] + ", queued)"
             ticks = 0
             while self.armed is not None and self._running() and ticks < 40:
                 ticks += 1
@@ -545,8 +552,12 @@ class HarnessMachine(RuleBasedStateMachine):
     @rule(point=st.sampled_from(CANCEL_ONLY_POINTS), cause=causes, keep_inbox=st.booleans())
     def provoke_between(self, point: str, cause: str, keep_inbox: bool) -> None:
         """:meth:`provoke` at a point between seams, which takes only a cancel. A rule of its
-        own, so the other points are drawn as often as before these existed."""
-        self.provoke(point, {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}, None)
+        own, so the other points are drawn as often as before these existed. A cancel that
+        clears (``keep_inbox`` false) that wakes the agent queues one more ``followup``
+        first, so the clear has work to drop -- and, inside a session observer, a splice to
+        be refused (K5)."""
+        action = {"kind": "cancel", "cause": cause, "keep_inbox": keep_inbox}
+        self._provoke(point, action, None, queue=not keep_inbox)
 
     @precondition(lambda self: self._alive() and self._running())
     @rule(ticks=st.integers(min_value=1, max_value=12), finish=st.booleans())
@@ -648,6 +659,36 @@ class HarnessMachine(RuleBasedStateMachine):
         self._journal(rest)
         self._settled(reply["state"])
 
+    @precondition(
+        lambda self: (
+            self._alive()
+            and self.state is not None
+            and not self.state["disk_failures"]
+            and not (self.armed is not None and self.armed["action"]["kind"] == "disk")
+        )
+    )
+    @rule()
+    def new_agent(self) -> None:
+        """Leave the running agent and open a new one on the same, still open session (K24):
+        a second concurrent agent is refused, the session is flushed on exit and not closed."""
+        self._note("new_agent()")
+        before = self.incarnation
+        reply = self._request({"op": "new_agent"})
+        if reply.get("crashed") or self.incarnation != before:
+            return  # an armed crash fired while the agent was left: recovered as any crash
+        if reply["result"]["second"] is None:
+            raise HarnessViolation(
+                "K24: a second agent was opened on the session while its agent still ran"
+            )
+        on_disk = check_live_bytes(self.log_path.read_bytes(), self.memory, 0)
+        total = len(self.memory)
+        if on_disk < total:
+            raise HarnessViolation(
+                f"K24: the agent was left (new_agent) with events {on_disk}..{total - 1} of the "
+                f"session's {total} not on disk: leaving open_agent flushes the session"
+            )
+        balanced_ends(self.memory)
+
 
 def machine_for(
     adapter_factory: Callable[[], Adapter], *, profile: str, name: str | None = None
@@ -721,12 +762,13 @@ _CANCEL_TRAP: Final = {"kind": "cancel", **_HIT}
 RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
     (
         "K1, K9, K14, K15, K16, K17, K21: a sleep, then a job (a group of its own), finish; "
-        "the next turn follows",
+        "two parallel sleeps, the later one done first, answered in request order; the next "
+        "turn follows",
         (
-            ("begin", {"plan": ["pair"]}),
+            ("begin", {"plan": ["pair", "race"]}),
             ("followup", {}),
             ("followup", {}),
-            ("drive", {"ticks": 20, "finish": True}),
+            ("drive", {"ticks": 40, "finish": True}),
         ),
     ),
     (
@@ -846,21 +888,27 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         ),
     ),
     (
-        "K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
-        "turn/end observer reaches the next turn's controller",
+        "K5, K7, K14: a cancel after the finish chunk still cuts the stream; a cancel from a "
+        "turn/end observer reaches the next turn's controller, its clear of the queued "
+        "followup refused",
         (
             ("begin", {"plan": ["talk"]}),
             ("provoke", {"point": "finish:observer", "action": _CANCEL_TRAP, "tear": None}),
-            ("provoke", {"point": "turn/end:observer", "action": _CANCEL_TRAP, "tear": None}),
+            (
+                "provoke_between",
+                {"point": "turn/end:observer", "cause": "user", "keep_inbox": False},
+            ),
         ),
     ),
     (
-        "K22, R3, persistence.md §2: a shutdown parks the queue; repair closes the turn a crash "
-        "left open; the next world's clock, and its batching window",
+        "K22, K24, R3, persistence.md §2: a new agent on the session the running one left, "
+        "flushed and open, a second one refused; a shutdown parks the queue; repair closes the "
+        "turn a crash left open; the next world's clock, and its batching window",
         (
             ("begin", {"plan": ["job"]}),
             ("followup", {}),
             ("followup", {}),
+            ("new_agent", {}),
             ("restart", {}),
             (
                 "provoke",

@@ -55,6 +55,15 @@ MENU: Final[Mapping[str, Mapping[str, Any]]] = {
     },
     "cut": {"text": "cut off", "finish": "max-tokens"},
     "fail": {"text": "oh no", "error": {"code": "OVERLOADED", "message": "model overloaded"}},
+    # Two parallel sleeps, the later-requested one shorter: it finishes first, and its result
+    # must wait for the earlier call's (K16's request order).
+    "race": {
+        "text": "two naps",
+        "tool_calls": [
+            {"name": "sleep", "arguments": {"seconds": 2}},
+            {"name": "sleep", "arguments": {"seconds": 1}},
+        ],
+    },
 }
 MENU_NAMES: Final = tuple(MENU)
 #: The world's tools whose calls may overlap (spec/cancel.md K15): ``sleep``; ``job`` is not.

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: Name and version of the wire protocol (the ``hello`` answer carries it).
-PROTOCOL: Final = "trio-agent-harness/3"
+PROTOCOL: Final = "trio-agent-harness/4"
 #: Default bound on one line the implementation writes (an ``opened`` entry carries the log);
 #: here, not in :mod:`.pipe`, so the CLI's parser names it without importing the pipe.
 MAX_LINE: Final = 8 << 20
@@ -50,9 +50,9 @@ POINTS: Final = (
     "assistant/message:observer",  # inside the session observer of assistant/message
     "turn/end:observer",  # inside the session observer of turn/end
 )
-#: Points inside a session observer: a cancel trap is issued right there, so it must keep
-#: the inbox (clearing it appends, which an observer may not; spec/harness.md §Named points
-#: and traps).
+#: Points inside a session observer: a cancel trap is issued right there, so clearing a
+#: non-empty inbox is refused there (an observer may not append) and the cancel raises after
+#: cancelling the controller (spec/cancel.md K5; spec/harness.md §Named points and traps).
 OBSERVER_POINTS: Final = ("finish:observer", "assistant/message:observer", "turn/end:observer")
 #: Points that take only a cancel trap: a crash or a disk failure there would be one at a
 #: neighbouring point (the dispatch flush's write is done, an observer appends nothing).
@@ -81,6 +81,7 @@ OPS: Final = (
     "disk",
     "arm",
     "shutdown",
+    "new_agent",
     "crash",
 )
 

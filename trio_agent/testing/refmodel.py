@@ -10,7 +10,8 @@ its own:
 * where a message goes (``followup`` → next-turn; ``steer`` → next-step, or next-turn after an
   abort; ``inject`` → next-step), and that a claim takes the head(s) of the queues;
 * which messages a cancel must drop (the whole queue, next-step first) and that nothing else
-  ever leaves the inbox except by a claim;
+  ever leaves the inbox except by a claim; that a cancel issued inside a session observer
+  with a non-empty inbox to clear drops nothing, raises, and still cancels (K5);
 * whether ``cancel`` reaches a live controller (so an idle cancel reaches nothing), and that a
   reached turn ends ``aborted`` while no other turn does; ``interrupted`` only from repair;
 * when a turn may start (a woken, uncancelled controller), which messages each step enters,
@@ -52,6 +53,7 @@ from .plan import (
     plan_entry,
     unstarted_text,
 )
+from .protocol import OBSERVER_POINTS
 
 __all__ = [
     "MODEL_RULES",
@@ -73,6 +75,7 @@ MODEL_RULES: Final = (
     "K5 an idle cancel reaches nothing",
     "K5 a cancel drops the queue",
     "K5 keep_inbox keeps the queue",
+    "K5 a clear refused inside an observer still cancels",
     "K6 no call is prepared after the cancel",
     "K7 a cancel after turn/end reaches the next controller",
     "K8 a steer after an abort goes next-turn",
@@ -92,12 +95,15 @@ MODEL_RULES: Final = (
     "K14 a cancel after the finish chunk still cuts the stream",
     "K15 a non-parallel call waits for the calls before it",
     "K16 the result of a finished job",
+    "K16 results are committed in request order",
     "K17 a cancel in the dispatch flush starts no body",
     "K18 the result of a failed job",
     "K18 the result of a denied call",
     "K19 a cancelled turn ends aborted",
     "K21 the next turn starts after a turn ends",
     "K22 a shutdown parks the queue",
+    "K24 a second agent on a session is refused",
+    "K24 leaving an agent keeps the session open and flushed",
     "R3 repair closes the open turn",
 )
 
@@ -190,6 +196,8 @@ class _Cancel:
     predicted_hit: bool
     controller_turn: int | None
     where: str = ""
+    #: The drop splices a cancel from inside a session observer asked for, refused there (K5).
+    refused: list[tuple[str, list[str]]] = attrs.Factory(list)
 
 
 class ReferenceModel:
@@ -350,16 +358,37 @@ class ReferenceModel:
                     entry["cause"], bool(entry["keep_inbox"]), entry.get("where", "")
                 )
             else:
-                self._cancel_end(entry.get("hit"), entry.get("turn"))
+                self._cancel_end(entry.get("hit"), entry.get("turn"), entry.get("error"))
         elif op in ("tool", "approval"):
             self._decided[(op, entry["call"])] = entry["decision"]
-        elif op == "shutdown":
+        elif op == "shutdown" or (op == "new_agent" and phase == "begin"):
+            if op == "new_agent":
+                self._saw("K24 a second agent on a session is refused")
+                if entry["second"] is None:
+                    self.fail(
+                        "K24: a second agent was opened on the session while its agent still "
+                        "ran (at most one agent runs on a session: RuntimeError otherwise)"
+                    )
             # K22: closing, then cancel(disposed, keep_inbox=True) inside the runtime.
             if any(self.queues.values()):
                 self._saw("K22 a shutdown parks the queue")
             self.closing = True
             self._cancel_begin("disposed", True)
             self._cancel_end(None, None)
+        elif op == "new_agent":
+            # K24: the agent was left (open_agent exited); a new one opens on the session.
+            # The driver checks the file right after the reply: the session was flushed.
+            self._saw("K24 leaving an agent keeps the session open and flushed")
+            if entry["closed"]:
+                self.fail(
+                    "K24: leaving the agent closed the session: open_agent does not take "
+                    "ownership of it (it flushes it on exit and never closes it)"
+                )
+            if self.status is not Status.IDLE:
+                self.fail("the agent was left while the model still has its run going (K22)")
+            floor = self._floor  # the same world: its clock goes on
+            self.reopened()
+            self._floor = floor
 
     def _send_end(self, entry: Mapping[str, Any]) -> None:
         send = self._send
@@ -386,18 +415,38 @@ class ReferenceModel:
         if keep_inbox and any(self.queues.values()):
             self._saw("K5 keep_inbox keeps the queue")
         drops = [] if keep_inbox else [(q, list(self.queues[q])) for q in QUEUES if self.queues[q]]
-        if not keep_inbox:
+        refused: list[tuple[str, list[str]]] = []
+        if drops and where in OBSERVER_POINTS:
+            # K5: issued inside a session observer, the clear's first splice is refused (an
+            # observer may not append), so nothing of step 1 happens -- no splice, no
+            # InboxDropped, a latched wake stays -- and step 2 still cancels the controller.
+            refused, drops = drops, []
+        elif not keep_inbox:
             self.latch = False
         predicted = self.controller is not Controller.NONE and not self.controller_cancelled
         turn = self.controller_turn if self.controller is Controller.BOUND else None
-        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn, where)
+        self._cancel = _Cancel(cause, keep_inbox, drops, predicted, turn, where, refused)
 
-    def _cancel_end(self, hit: object, turn: object) -> None:
+    def _cancel_end(self, hit: object, turn: object, error: object = None) -> None:
         cancel = self._cancel
         self._cancel = None
         assert cancel is not None
         if cancel.drops:
             self.fail(f"cancel did not drop {cancel.drops} (K5: the whole queue, next-step first)")
+        if cancel.refused:
+            self._saw("K5 a clear refused inside an observer still cancels")
+            if error is None:
+                self.fail(
+                    f"a cancel with keep_inbox false from inside the {cancel.where} observer, "
+                    f"with {cancel.refused} queued, returned without an error: clearing them "
+                    "appends, which a session observer may not (K5: the clear is refused, nothing "
+                    "is dropped, the live controller is still cancelled and the error propagates)"
+                )
+        elif error is not None:
+            self.fail(
+                f"cancel at {cancel.where!r} raised {error}, but it had nothing to refuse (K5: "
+                "only a clear refused inside a session observer makes cancel raise)"
+            )
         if hit is not None and self.controller is Controller.NONE:
             self._saw("K5 an idle cancel reaches nothing")
         elif hit is not None and self.controller_cancelled:
@@ -949,6 +998,8 @@ class ReferenceModel:
         call = data["callId"]
         answered = self.turns.get(data["turn"])
         if answered is not None:
+            if not self.repairing:
+                self._in_request_order(answered, call, seq)
             answered.answered.add(call)
         tool = self._decided.pop(("tool", call), None)
         approval = self._decided.pop(("approval", call), None)
@@ -989,6 +1040,27 @@ class ReferenceModel:
                 f"code {got[1]!r}, content {got[2]!r}; expected isError={want[0]}, code "
                 f"{want[1]!r}, content {want[2]!r} "
                 "(K16, K18; spec/harness.md §The scripted world)"
+            )
+
+    def _in_request_order(self, record: TurnRecord, call: str, seq: int) -> None:
+        """K16: a step's results are committed in request order, each call's only once every
+        earlier call has its own, however the bodies finish (a later parallel call that
+        finishes first waits). Counted where the order is at stake: a call in the same
+        parallel group as the call before it, so its body may finish first."""
+        ids = [c.get("id") for c in record.calls]
+        if call not in ids:
+            return
+        index = ids.index(call)
+        waiting = [c for c in ids[:index] if c not in record.answered]
+        if index and all(
+            c.get("name") in PARALLEL_TOOLS for c in record.calls[index - 1 : index + 1]
+        ):
+            self._saw("K16 results are committed in request order")
+        if waiting:
+            self.fail(
+                f"seq {seq}: the tool/result of {call} is committed before the results of "
+                f"{waiting}, requested before it (K16: results are committed in request order; "
+                "a later call that finishes first waits for the earlier ones)"
             )
 
     def _on_step_end(self, data: Mapping[str, Any], seq: int) -> None:

@@ -3,8 +3,10 @@
 A :class:`World` is what lives between a cold open and a crash (or a graceful shutdown): a
 :class:`~trio_agent.store.JsonlStore` session, an agent from
 :func:`~trio_agent.runtime.open_agent` with the real :class:`~trio_agent.models.ScriptedModel`
-and :class:`~trio_agent.tools.builtin.SleepTool`, and a few harness seams built from the
-runtime's own extension points. Nothing in it moves unless the harness moves it:
+and :class:`~trio_agent.tools.builtin.SleepTool` (one at a time: :meth:`World.renew`, the
+``new_agent`` request, leaves it and opens another on the same open session, K24), and a few
+harness seams built from the runtime's own extension points. Nothing in it moves unless the
+harness moves it:
 
 * **virtual time** (``trio.testing.MockClock(rate=0)``, no autojump): the model's chunk delays,
   the sleep tool and the writer's batching window only elapse on :meth:`advance`;
@@ -32,9 +34,10 @@ not issued from the observer (``cancel`` may append splices, and observers must 
 it is recorded and issued synchronously at the next harness seam the turn enters (hook, model
 read, approver, tool body) or, if the turn reaches none first, at the next quiescent point of
 :meth:`settle` -- for a flush in flight, while its batch still waits at the gate. The
-``…:observer`` points are the exception: their cancel keeps the inbox, so it appends nothing
-and is issued inside the observer, where no seam could land it (after the ``finish`` chunk,
-after ``assistant/message``, after ``turn/end``).
+``…:observer`` points are the exception: their cancel is issued inside the observer, where no
+seam could land it (after the ``finish`` chunk, after ``assistant/message``, after
+``turn/end``); one that must clear a non-empty inbox has its clear refused there (K5), which
+:meth:`cancel` journals as the cancel's ``error``.
 
 Everything the world observes is reported in order through ``emit`` as *journal entries*
 (spec/harness.md §Journal entries): appended events, runtime events, the harness's own actions and
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Final
 
@@ -128,6 +132,10 @@ class World:
         self.agent: Agent | None = None
         self.scope = trio.CancelScope()
         self.stop = trio.Event()
+        #: ``new_agent``: the agent is being left for a new one; a new one is installed.
+        self.renewing = False
+        self.renewed = False
+        self.second: str | None = None
         self.done = trio.Event()
         self.dead = False
         self.closed_ok = False
@@ -202,19 +210,34 @@ class World:
                     session.subscribe(self._observe)
                     self._watch_dispatch_flush(session)
                     self.ops.armed = True
-                    async with open_agent(
-                        session,
-                        model=PlanModel(self, self.plan),
-                        tools=[WatchedSleep(self), JobTool(self)],
-                        approver=GateApprover(self),
-                        hooks=SeamHooks(self),
-                    ) as agent:
-                        self.agent = agent
-                        agent.subscribe(self._on_runtime)
-                        started = True
-                        task_status.started()
-                        await self.stop.wait()
-                        self.emit({"k": "act", "op": "shutdown", "phase": "begin"})
+                    while True:
+                        async with self._open_agent(session) as agent:
+                            self.agent = agent
+                            agent.subscribe(self._on_runtime)
+                            self.renewed = True
+                            if not started:
+                                started = True
+                                task_status.started()
+                            await self.stop.wait()
+                            if not self.renewing:
+                                self.emit({"k": "act", "op": "shutdown", "phase": "begin"})
+                                break
+                            second = self.second = await self._second_agent(session)
+                            self.emit(
+                                {"k": "act", "op": "new_agent", "phase": "begin", "second": second}
+                            )
+                        # K24: the agent left; the session is still the caller's, flushed and
+                        # open, and a new agent runs on it.
+                        self.renewing = False
+                        self.stop = trio.Event()
+                        self.emit(
+                            {
+                                "k": "act",
+                                "op": "new_agent",
+                                "phase": "end",
+                                "closed": session.closed,
+                            }
+                        )
                 if not self.dead:
                     self.acked = len(session.events)
                     self.closed_ok = True
@@ -230,6 +253,32 @@ class World:
                 self.emit({"k": "failure", "text": self.failure})
         finally:
             self.done.set()
+
+    def _open_agent(self, session: Session) -> AbstractAsyncContextManager[Agent]:
+        return open_agent(
+            session,
+            model=PlanModel(self, self.plan),
+            tools=[WatchedSleep(self), JobTool(self)],
+            approver=GateApprover(self),
+            hooks=SeamHooks(self),
+        )
+
+    async def _second_agent(self, session: Session) -> str | None:
+        """Open a second agent on ``session`` while this world's agent still runs on it: K24
+        refuses it (``RuntimeError``; ``ValueError`` when a turn is open). The refusal as one
+        line, or ``None`` if the second agent opened (it is left at once)."""
+        try:
+            async with self._open_agent(session):
+                pass
+        except (RuntimeError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def renew(self) -> None:
+        """Leave the running agent and open a new one on the same session (``new_agent``)."""
+        self.renewing = True
+        self.renewed = False
+        self.stop.set()
 
     async def teardown(self) -> None:
         """Discard this world (after a crash): its file no longer matters, so let every
@@ -319,8 +368,8 @@ class World:
             self.ops.fail_next += int(action["fail"])
         elif point in _CANCEL_AT_ONCE:
             # A runtime listener, a seam, the quiescent I/O gate or the dispatch flush's return:
-            # cancelling here is allowed. Inside an observer only because the trap keeps the
-            # inbox (the host refuses any other cancel there), so the cancel appends nothing.
+            # cancelling here is allowed. Inside an observer too: a clear refused there is
+            # K5's half-done cancel, which cancel() journals.
             self.cancel(action["cause"], bool(action["keep_inbox"]), where=point)
         else:
             # Inside a session observer: cancel() appends, so it waits for the next seam.
@@ -361,7 +410,26 @@ class World:
                 "where": where,
             }
         )
-        hit = agent.cancel(cancel_cause(cause), keep_inbox=keep_inbox)
+        live = controller is not None and not controller.cancel_called
+        try:
+            hit = agent.cancel(cancel_cause(cause), keep_inbox=keep_inbox)
+        except Exception as exc:
+            # K5: clearing the inbox from inside a session observer is refused (an observer
+            # may not append); the live controller is cancelled all the same, and the error
+            # propagates -- to here, which journals it. Whether this call cancelled the
+            # controller is read from the controller itself, as the call never returned.
+            hit = live and controller is not None and controller.cancel_called
+            self.emit(
+                {
+                    "k": "act",
+                    "op": "cancel",
+                    "phase": "end",
+                    "hit": hit,
+                    "turn": turn,
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            )
+            return hit
         self.emit({"k": "act", "op": "cancel", "phase": "end", "hit": hit, "turn": turn})
         return hit
 

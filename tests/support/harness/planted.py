@@ -34,7 +34,7 @@ from trio_agent.runtime.controller import TurnContext, TurnController
 from trio_agent.runtime.events import InboxDropped, OutcomeKind, TurnOutcome
 from trio_agent.runtime.hooks import Hooks
 from trio_agent.runtime.run_state import RunState, Target
-from trio_agent.store import recovery as recovery_module
+from trio_agent.store import ReentrantAppend, recovery as recovery_module
 from trio_agent.store.write_policy import Batch, WritePolicy
 from trio_agent.testing import world as world_module
 
@@ -813,6 +813,106 @@ def _plant_finish_then_cancel_not_cut(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(turn_module.TurnRunner, "_stream", _stream_unchecked_after_finish)
 
 
+# -- 39: results committed in completion order (K16) --------------------------------------------
+
+
+def _settle_in_completion_order(self: scheduler_module.ToolStep, slot: Any, result: Any) -> None:
+    """ToolStep._settle, except each result is appended as soon as its call has one."""
+    slot.result = result
+    self.append(*result)  # BUG: not held back until every earlier call has its result
+
+
+def _plant_results_in_completion_order(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(scheduler_module.ToolStep, "_settle", _settle_in_completion_order)
+
+
+# -- 40-41: a cancel from inside a session observer that must clear the inbox (K5, K7) -------------
+
+
+def _cancel_skipping_controller_on_error(
+    self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False
+) -> bool:
+    """Agent.cancel, except a clear that raises skips the controller's cancel."""
+    require_cause(cause)
+    if self._closed:
+        return False
+    if not keep_inbox:
+        self._clear_inbox(cause)  # BUG: no try/finally: refused here, the turn is not cancelled
+        self._state.forget_latch()
+    return self._state.cancel(cause)
+
+
+def _plant_observer_cancel_ignored(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "cancel", _cancel_skipping_controller_on_error)
+
+
+def _cancel_swallowing_refused_clear(
+    self: agent_module.Agent, cause: CancelCause, *, keep_inbox: bool = False
+) -> bool:
+    """Agent.cancel, except a refused clear is swallowed: the queue stays, silently."""
+    require_cause(cause)
+    if self._closed:
+        return False
+    if not keep_inbox:
+        with contextlib.suppress(ReentrantAppend):  # BUG: the caller never learns
+            self._clear_inbox(cause)
+        self._state.forget_latch()
+    return self._state.cancel(cause)
+
+
+def _plant_refused_clear_swallowed(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(agent_module.Agent, "cancel", _cancel_swallowing_refused_clear)
+
+
+# -- 42-43: open_agent takes ownership of the session (K24) ---------------------------------------
+
+
+def _plant_agent_closes_session(mp: pytest.MonkeyPatch) -> None:
+    real = agent_module.open_agent  # what the world's name is bound to, patched below
+
+    @contextlib.asynccontextmanager
+    async def open_agent(session: Any, **kwargs: Any) -> AsyncIterator[agent_module.Agent]:
+        async with real(session, **kwargs) as agent:
+            yield agent
+        await session.aclose()  # BUG: the agent owns the session and closes it on exit
+
+    mp.setattr(world_module, "open_agent", open_agent)
+
+
+@contextlib.asynccontextmanager
+async def _open_agent_without_final_flush(
+    session: Any, **kwargs: Any
+) -> AsyncIterator[agent_module.Agent]:
+    """open_agent, except that leaving it does not flush the session."""
+    if session.closed:
+        raise ValueError(f"session {session.id!r} is closed")
+    if session.open_turn is not None:
+        raise ValueError(f"session {session.id!r} has turn {session.open_turn} open")
+    if session in agent_module._attached:
+        raise RuntimeError(f"session {session.id!r} already has an agent")
+    agent = agent_module.Agent(session, **kwargs)
+    agent_module._attached.add(session)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(agent._drive)
+            nursery.start_soon(agent._watch_lease)
+            try:
+                yield agent
+            finally:
+                agent._begin_shutdown()
+                with trio.move_on_after(agent_module.DEFAULT_SHUTDOWN_TIMEOUT, shield=True):
+                    await agent.wait_idle()
+                nursery.cancel_scope.cancel()
+        # BUG: no final flush: what the agent appended since its last flush is left queued
+    finally:
+        agent._finish_shutdown()
+        agent_module._attached.discard(session)
+
+
+def _plant_agent_exit_skips_flush(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(world_module, "open_agent", _open_agent_without_final_flush)
+
+
 BUGS = [
     Bug(
         "turn-end-in-cancelled-scope",
@@ -1015,7 +1115,7 @@ BUGS = [
         "tool bodies run shielded from the turn's cancel, so a cancelled turn waits for its "
         "running body to end on its own (K6)",
         _plant_bodies_outside_scope,
-        r"was cancelled but has not ended|the world did not shut down",
+        r"was cancelled but has not ended|did not shut down",
     ),
     Bug(
         "undispatched-calls-unanswered",
@@ -1058,5 +1158,39 @@ BUGS = [
         "writes the whole assistant message, not the interrupted prefix (K14)",
         _plant_finish_then_cancel_not_cut,
         r"assistant/message is .*\(K14\)",
+    ),
+    Bug(
+        "results-in-completion-order",
+        "each tool/result is committed when its body finishes, not in request order: of two "
+        "parallel calls, the later one that finishes first is answered first (K16)",
+        _plant_results_in_completion_order,
+        r"K16: results are committed in request order",
+    ),
+    Bug(
+        "observer-cancel-ignored",
+        "a cancel whose clear of the inbox raises (from inside a session observer, with "
+        "messages queued) never cancels the live controller (K5, K7)",
+        _plant_observer_cancel_ignored,
+        r"cancel returned hit=False",
+    ),
+    Bug(
+        "refused-clear-swallowed",
+        "a cancel whose clear of the inbox is refused inside a session observer swallows the "
+        "error: the queue stays and the caller is not told (K5)",
+        _plant_refused_clear_swallowed,
+        r"returned without an error",
+    ),
+    Bug(
+        "agent-closes-session",
+        "leaving open_agent closes the session: the agent took ownership of it (K24)",
+        _plant_agent_closes_session,
+        r"K24: leaving the agent closed the session",
+    ),
+    Bug(
+        "agent-exit-skips-flush",
+        "leaving open_agent does not flush the session: what was appended since the last "
+        "flush stays queued (K24)",
+        _plant_agent_exit_skips_flush,
+        r"K24: the agent was left \(new_agent\) with events",
     ),
 ]
