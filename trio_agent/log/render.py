@@ -146,6 +146,12 @@ def _utc(ms: int) -> str:
         return f"{ms} ms after 1970 (past year 9999)"
 
 
+def timeline_header(header: Header, count: int) -> str:
+    """The timeline's first line: the session, when it was created, how many events."""
+    shown = f"{count} event" + ("" if count == 1 else "s")
+    return f"session {header.id}  created {_utc(header.created_at)}  {shown}"
+
+
 def render_timeline(
     header: Header,
     events: Iterable[Event],
@@ -165,9 +171,7 @@ def render_timeline(
     if count is None:
         assert isinstance(events, Sequence), "an iterable of events needs its count"
         count = len(events)
-    created = _utc(header.created_at)
-    shown = f"{count} event" + ("" if count == 1 else "s")
-    yield f"session {header.id}  created {created}  {shown}"
+    yield timeline_header(header, count)
 
     def paint(text: str, style: str | None) -> str:
         return f"{style}{text}{_RESET}" if color and style else text
