@@ -153,8 +153,8 @@ def test_lines_reach_emit_in_bounded_batches() -> None:
     batches: list[int] = []
     timeline = TimelineLines(lambda lines: batches.append(len(lines)))
     line = _OUTPUT.replace(b"OUTPUT", b'"callId":"c1","stream":"stdout","text":"x"') + b"\n"
-    for _ in range(10_000):
-        timeline.line(line)
+    for _ in range(100):
+        timeline.lines([line] * 100)
     timeline.finish()
     assert sum(batches) == 10_000
-    assert max(batches) <= 4096 < 10_000
+    assert max(batches) < 512 + 100 < 10_000

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import io
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
@@ -206,12 +206,22 @@ def stream_log(
     sink: Callable[[Event], None] | None = None,
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
+    lines: Iterable[bytes] | None = None,
 ) -> LineScan:
     """:func:`scan_lines` over ``f`` from its start, every core error and read error mapped to
-    a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size."""
+    a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size.
+
+    ``lines``, when given, are ``f``'s lines as the scan takes them, read lazily from its
+    start (``show`` reads them in batches, see ``cli/show.py``)."""
     try:
         f.seek(0)
-        return scan_lines(f, strict=strict, sink=sink, sink_types=sink_types, line_sink=line_sink)
+        return scan_lines(
+            f if lines is None else lines,
+            strict=strict,
+            sink=sink,
+            sink_types=sink_types,
+            line_sink=line_sink,
+        )
     except HeaderError as exc:
         raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1, what=str(exc)) from None
     except UnreadableLineError as exc:

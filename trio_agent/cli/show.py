@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import IO, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from ..log import (
     Event,
@@ -33,6 +33,9 @@ from ..log import (
 )
 from .errors import OK, CliError
 from .inputs import Reader, events_of, live_words, one_input, stream_log
+
+if TYPE_CHECKING:
+    from ..log.render_fast import TimelineLines
 
 
 def json_line(out: TextIO, record: object) -> None:
@@ -86,7 +89,7 @@ class _Spill:
     (gone when closed). Encoded as ``out`` encodes, so the copy is byte for byte what writing
     the lines to ``out`` would have written."""
 
-    _IN_MEMORY = 1 << 20
+    _IN_MEMORY = 1 << 16
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
@@ -135,6 +138,26 @@ class _Spill:
             shutil.copyfileobj(self._file, self._out, 1 << 20)
 
 
+#: Bytes of lines read at a time for the one-pass timeline (whole lines, about this many).
+_READ = 1 << 16
+
+
+def _read_rendering(
+    f: BinaryIO, accepted: list[bytes], timeline: TimelineLines
+) -> Iterator[list[bytes]]:
+    """``f``'s lines in batches, cut as iterating ``f`` cuts them; before each batch is read,
+    the lines the scan accepted from the last one (``accepted``, its ``line_sink``'s list)
+    go to ``timeline``. A list append per line and a loop per batch cost less than a call
+    per line."""
+    while True:
+        timeline.lines(accepted)
+        accepted.clear()
+        batch = f.readlines(_READ)
+        if not batch:
+            return
+        yield batch
+
+
 def cmd_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The timeline; a log that breaks a rule is shown up to the offending line, which is
     marked with the rule, and the command exits 1 (2 for a line that is not JSON)."""
@@ -165,6 +188,7 @@ def _show(
     """``show`` in one pass through ``spill`` (the timeline), or in two without it."""
     shape = {"json": bool(args.json), "color": color, "full": bool(args.full)}
     timeline = None
+    accepted: list[bytes] = []  # lines the scan accepted, not rendered yet
     if spill is not None:
         from ..log.render_fast import TimelineLines, timeline_header
 
@@ -172,9 +196,17 @@ def _show(
     with read() as (f, probe):
         live = probe()
         try:
-            scan = stream_log(
-                path, f, strict=False, line_sink=None if timeline is None else timeline.line
-            )
+            if timeline is None:
+                scan = stream_log(path, f, strict=False)
+            else:
+                batches = _read_rendering(f, accepted, timeline)
+                scan = stream_log(
+                    path,
+                    f,
+                    strict=False,
+                    line_sink=accepted.append,
+                    lines=itertools.chain.from_iterable(batches),
+                )
         except CliError as exc:
             if exc.line is None or exc.line < 2:
                 raise
@@ -188,6 +220,7 @@ def _show(
                         out, header, events, (), None, count=count, live=live is not None, **shape
                     )
                 else:
+                    timeline.lines(accepted)
                     timeline.finish()
                     spill.copy_after(timeline_header(header, count))
                     for _ in itertools.islice(f, count):  # up to the offending line
@@ -221,6 +254,7 @@ def _show(
         live = live or probe()
         closers = repair_closers(scan.checker) if live is None else []
         if spill is not None and timeline is not None:
+            timeline.lines(accepted)
             timeline.finish(closers, scan.tail)  # the last write to the spill
         if live is not None:  # a live session is never given synthetic boundaries
             print(

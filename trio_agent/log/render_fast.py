@@ -25,10 +25,32 @@ import msgspec
 import orjson
 
 from .events import DATA_CLASSES, Event, Header
-from .render import _BOLD, _DIM, _RESET, _emphasis, _quote, describe, timeline_header
+from .render import (
+    _BOLD,
+    _CYAN,
+    _DIM,
+    _GREEN,
+    _RED,
+    _RESET,
+    _clip,
+    _emphasis,
+    _quote,
+    describe,
+    timeline_header,
+)
 from .scan import TornTail
 
 __all__ = ["TimelineLines", "timeline_header"]
+
+
+# The structs state exactly the shape each fast line assumes (msgspec skips other keys, as
+# the readable renderer does); a line of another shape fails to decode and takes the readable
+# path. gc=False: no cycles, so the collector need not track them.
+
+
+class _Envelope(msgspec.Struct, tag_field="type", gc=False):
+    seq: int
+    time: int
 
 
 class _TextDelta(msgspec.Struct, tag_field="type", tag="text-delta", gc=False):
@@ -39,23 +61,96 @@ class _ChunkData(msgspec.Struct, gc=False):
     chunk: _TextDelta
 
 
+class _Chunk(_Envelope, tag="assistant/chunk"):
+    data: _ChunkData
+
+
 class _OutputData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
     call_id: str
     stream: str
     text: str
 
 
-class _Envelope(msgspec.Struct, tag_field="type", gc=False):
-    seq: int
-    time: int
-
-
-class _Chunk(_Envelope, tag="assistant/chunk"):
-    data: _ChunkData
-
-
 class _Output(_Envelope, tag="tool/output"):
     data: _OutputData
+
+
+class _TurnData(msgspec.Struct, gc=False):
+    turn: int
+
+
+class _TurnStart(_Envelope, tag="turn/start"):
+    data: _TurnData
+
+
+class _StepData(msgspec.Struct, gc=False):
+    step: int
+
+
+class _StepStart(_Envelope, tag="step/start"):
+    data: _StepData
+
+
+class _StepEnd(_Envelope, tag="step/end"):
+    data: _StepData
+
+
+class _Reason(msgspec.Struct, gc=False):
+    kind: str
+
+
+class _TurnEndData(msgspec.Struct, gc=False):
+    turn: int
+    reason: _Reason
+
+
+class _TurnEnd(_Envelope, tag="turn/end"):
+    data: _TurnEndData
+
+
+class _Text(msgspec.Struct, gc=False):
+    text: str
+
+
+class _MessageData(msgspec.Struct, gc=False):
+    message: _Text
+
+
+class _UserMessage(_Envelope, tag="user/message"):
+    data: _MessageData
+
+
+class _CallData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
+    call_id: str
+    name: str
+
+
+class _ToolCall(_Envelope, tag="tool/call"):
+    data: _CallData
+
+
+class _ResultData(msgspec.Struct, gc=False, rename={"call_id": "callId", "is_error": "isError"}):
+    call_id: str
+    is_error: bool
+    content: str
+    error: Any = None
+
+
+class _ToolResult(_Envelope, tag="tool/result"):
+    data: _ResultData
+
+
+_TYPED: Final = (
+    _Chunk,
+    _Output,
+    _TurnStart,
+    _StepStart,
+    _StepEnd,
+    _TurnEnd,
+    _UserMessage,
+    _ToolCall,
+    _ToolResult,
+)
 
 
 def _envelope_of(kind: str) -> type[_Envelope]:
@@ -70,21 +165,21 @@ def _envelope_of(kind: str) -> type[_Envelope]:
 _OTHER: Final = {
     _envelope_of(kind): kind
     for kind in sorted(DATA_CLASSES)
-    if kind not in ("assistant/chunk", "tool/output")
+    if kind not in {str(cls.__struct_config__.tag) for cls in _TYPED}
 }
-_DECODE: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_OTHER)]).decode
+_DECODE: Final = msgspec.json.Decoder(Union[(*_TYPED, *_OTHER)]).decode
 #: A line the structs do not describe: another chunk type, or a shape they do not state.
 _NOT_TYPED: Final = (msgspec.ValidationError, msgspec.DecodeError)
 #: Rendered lines held before they are handed to ``emit`` (bounded memory, few calls).
-_BATCH: Final = 4096
+_BATCH: Final = 512
 
 
 class TimelineLines:
-    """The lines of :func:`.render.render_timeline` after its header, pushed one event at a
-    time: :meth:`line` for each accepted line of the log, :meth:`event` for an event already
-    decoded, then :meth:`finish` with the closers and the torn tail. Rendered lines (without
-    their newline) go to ``emit`` in batches; only a run of streamed chunks and one batch are
-    held."""
+    """The lines of :func:`.render.render_timeline` after its header, pushed as the log
+    streams by: :meth:`lines` for the accepted lines of the log, :meth:`event` for an event
+    already decoded, then :meth:`finish` with the closers and the torn tail. Rendered lines
+    (without their newline) go to ``emit`` in batches (``emit`` must not keep the list it
+    is given); only a run of streamed chunks and a batch are held."""
 
     def __init__(
         self, emit: Callable[[list[str]], None], *, color: bool = False, full: bool = False
@@ -95,43 +190,87 @@ class TimelineLines:
         self._out: list[str] = []
         self._depth = 0
         self._indent = ""
-        # The run of streamed text chunks: their texts, first and last seq.
-        self._run: list[str] = []
-        self._first = 0
-        self._last = 0
+        #: The run of streamed text chunks: typed envelopes, or events of the readable path.
+        self._run: list[Any] = []
         self._output_width: int | None = None if full else 40
 
-    def line(self, line: bytes) -> None:
-        """One accepted line of the log (its newline may stay)."""
-        try:
-            ev: Any = _DECODE(line)
-        except _NOT_TYPED:
-            obj = orjson.loads(line)
-            self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
-            return
-        cls = type(ev)
-        if cls is _Chunk:  # a text delta: one more chunk in the run
-            if not self._run:
-                self._first = ev.seq
-            self._run.append(ev.data.chunk.text)
-            self._last = ev.seq
-            return
-        if cls is not _Output:
-            self.event(Event(ev.seq, ev.time, _OTHER[cls], ev.data))
-            return
-        if self._run:
-            self._flush_run()
-        d = ev.data
-        # describe's tool/output line, never emphasised (render._emphasis)
-        text = d.text.replace("\n", "⏎")
-        width = self._output_width
-        if width is not None and len(text) > width:
-            text = text[: width - 1] + "…"
-        out = self._out
-        out.append(f'{self._indent}[{ev.seq}] tool/output {d.call_id} {d.stream} "{text}"')
+    def lines(self, lines: Iterable[bytes]) -> None:
+        """Accepted lines of the log, in order (each may keep its newline)."""
+        decode, run, out, width = _DECODE, self._run, self._out, self._output_width
+        for line in lines:
+            try:
+                ev: Any = decode(line)
+            except _NOT_TYPED:
+                self._readable(line)
+                continue
+            cls = type(ev)
+            if cls is _Chunk:  # a text delta: one more chunk in the run
+                run.append(ev)
+                continue
+            if cls is _Output:
+                if run:
+                    self._flush_run()
+                d = ev.data
+                # describe's tool/output line, never emphasised (render._emphasis)
+                text = d.text.replace("\n", "⏎")
+                if width is not None and len(text) > width:
+                    text = text[: width - 1] + "…"
+                out.append(f'{self._indent}[{ev.seq}] tool/output {d.call_id} {d.stream} "{text}"')
+            elif cls in _OTHER:
+                self.event(Event(ev.seq, ev.time, _OTHER[cls], ev.data))
+            else:
+                if run:
+                    self._flush_run()
+                self._boundary(ev, line)
         if len(out) >= _BATCH:
             self._emit(out)
-            self._out = []
+            out.clear()
+
+    def _boundary(self, ev: Any, line: bytes) -> None:
+        """A line of the other typed shapes: the turn and step boundaries, a user message, a
+        dispatch, a result without an error; describe's line and emphasis for each."""
+        cls = type(ev)
+        d = ev.data
+        style = None
+        if cls is _TurnStart:
+            text = f"turn/start {d.turn}"
+        elif cls is _StepStart:
+            text = f"step/start {d.step}"
+        elif cls is _StepEnd:
+            self._set_depth(max(0, self._depth - 1))
+            text = f"step/end {d.step}"
+        elif cls is _TurnEnd:
+            kind = d.reason.kind
+            if kind == "completed":
+                style = _GREEN
+            elif kind == "aborted":
+                style = _RED
+            else:  # an error or crash recovery's interruption: worded by describe
+                self._readable(line)
+                return
+            self._set_depth(max(0, self._depth - 1))
+            text = f"turn/end {d.turn} {kind.upper()}"
+        elif cls is _UserMessage:
+            text = f"user/message {_quote(d.message.text, None if self._full else 60)}"
+        elif cls is _ToolCall:
+            text = f"tool/call {d.name}#{d.call_id} (dispatched)"
+            style = _CYAN
+        else:  # tool/result
+            if d.error is not None:  # an error code, a repair placeholder: describe's
+                self._readable(line)
+                return
+            status = "error" if d.is_error else "ok"
+            content = _clip(d.content, None if self._full else 40)
+            text = f"tool/result {d.call_id} {status}: {content}"
+        text = f"{self._indent}[{ev.seq}] {text}"
+        self._out.append(f"{style}{text}{_RESET}" if self._color and style else text)
+        if cls is _TurnStart or cls is _StepStart:
+            self._set_depth(self._depth + 1)
+
+    def _readable(self, line: bytes) -> None:
+        """A line the structs do not describe, shown by the readable renderer's pieces."""
+        obj = orjson.loads(line)
+        self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
 
     def event(self, event: Event, *, synthetic: bool = False) -> None:
         """One event, as :func:`.render.render_timeline`'s loop shows it (``synthetic``: a
@@ -141,10 +280,7 @@ class TimelineLines:
             and event.type == "assistant/chunk"
             and event.data["chunk"]["type"] == "text-delta"
         ):
-            if not self._run:
-                self._first = event.seq
-            self._run.append(event.data["chunk"]["text"])
-            self._last = event.seq
+            self._run.append(event)
             return
         if self._run:
             self._flush_run()
@@ -155,7 +291,7 @@ class TimelineLines:
         if synthetic:
             text += "   <- repair would append (not on disk)"
         style = _emphasis(event) or (_BOLD if synthetic else None)
-        self._put(f"{style}{text}{_RESET}" if self._color and style else text)
+        self._out.append(f"{style}{text}{_RESET}" if self._color and style else text)
         if event.type in ("turn/start", "step/start"):
             self._set_depth(self._depth + 1)
 
@@ -170,7 +306,7 @@ class TimelineLines:
             self._out.append(f"{_DIM}{text}{_RESET}" if self._color else text)
         if self._out:
             self._emit(self._out)
-            self._out = []
+            self._out.clear()
 
     def _set_depth(self, depth: int) -> None:
         self._depth = depth
@@ -178,17 +314,13 @@ class TimelineLines:
 
     def _flush_run(self) -> None:
         run = self._run
-        span = f"{self._first}" if len(run) == 1 else f"{self._first}-{self._last}"
-        quoted = _quote("".join(run), None if self._full else 60)
-        self._put(f"{self._indent}[{span}] streamed {len(run)} chunk(s) {quoted}")
-        self._run = []
-
-    def _put(self, text: str) -> None:
-        out = self._out
-        out.append(text)
-        if len(out) >= _BATCH:
-            self._emit(out)
-            self._out = []
+        text = "".join(
+            e.data.chunk.text if type(e) is _Chunk else e.data["chunk"]["text"] for e in run
+        )
+        span = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
+        quoted = _quote(text, None if self._full else 60)
+        self._out.append(f"{self._indent}[{span}] streamed {len(run)} chunk(s) {quoted}")
+        run.clear()
 
 
 def render_lines(
@@ -204,7 +336,6 @@ def render_lines(
     """The whole timeline of ``lines`` in memory (for tests and small logs)."""
     out = [timeline_header(header, count)]
     timeline = TimelineLines(out.extend, color=color, full=full)
-    for line in lines:
-        timeline.line(line)
+    timeline.lines(lines)
     timeline.finish(closers, tail)
     return out
