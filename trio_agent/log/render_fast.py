@@ -3,14 +3,18 @@
 ``trio-agent show`` on a long session renders every event; most of them are of the two
 types that dominate such a log, a text delta of ``assistant/chunk`` (folded into a run) and
 a ``tool/output`` line. For those two, :class:`TimelineLines` decodes the line with msgspec
-straight into the few fields the timeline shows and formats them itself. Every other line
-(another type, another chunk type, a shape these structs do not describe) becomes its
-:class:`Event` and goes through the readable renderer's own pieces (``describe``, the
+straight into the few fields the timeline shows and formats them itself. Every other type
+is decoded with its ``data`` as a dict; the lines every turn has (its start and end when it
+completed or was aborted, the step's, the user message, the dispatch, a result without an
+error) are formatted here as ``describe`` words them, and the rest (a splice, a message,
+an approval, an error, crash recovery's endings, a line no struct describes) become their
+:class:`Event` and go through the readable renderer's own pieces (``describe``, the
 emphasis and the indentation rules of :func:`.render.render_timeline`).
 
 :func:`.render.render_timeline` stays the reference: ``tests/log/test_render_fast.py`` holds
-this module to produce exactly its lines, byte for byte, on every vector and on generated
-logs, in each mode (plain, ``color``, ``full``).
+this module to produce exactly its lines, byte for byte, on every vector file, on generated
+logs and on lines written in the less usual ways JSON allows, in each mode (plain,
+``color``, ``full``).
 
 The lines given must be lines a checker accepted (the scan's ``line_sink``): nothing is
 checked here. Pure: lines in, strings out through the ``emit`` callback.
@@ -43,9 +47,10 @@ from .scan import TornTail
 __all__ = ["TimelineLines", "timeline_header"]
 
 
-# The structs state exactly the shape each fast line assumes (msgspec skips other keys, as
-# the readable renderer does); a line of another shape fails to decode and takes the readable
-# path. gc=False: no cycles, so the collector need not track them.
+# The structs state exactly the shape each fast line of the two hot types assumes (msgspec
+# skips other keys, as the readable renderer does); every other type is decoded with its
+# ``data`` as a dict. A line these do not describe (another chunk type, another shape) is
+# parsed by orjson and takes the readable path. gc=False: no cycles to track.
 
 
 class _Envelope(msgspec.Struct, tag_field="type", gc=False):
@@ -75,99 +80,21 @@ class _Output(_Envelope, tag="tool/output"):
     data: _OutputData
 
 
-class _TurnData(msgspec.Struct, gc=False):
-    turn: int
-
-
-class _TurnStart(_Envelope, tag="turn/start"):
-    data: _TurnData
-
-
-class _StepData(msgspec.Struct, gc=False):
-    step: int
-
-
-class _StepStart(_Envelope, tag="step/start"):
-    data: _StepData
-
-
-class _StepEnd(_Envelope, tag="step/end"):
-    data: _StepData
-
-
-class _Reason(msgspec.Struct, gc=False):
-    kind: str
-
-
-class _TurnEndData(msgspec.Struct, gc=False):
-    turn: int
-    reason: _Reason
-
-
-class _TurnEnd(_Envelope, tag="turn/end"):
-    data: _TurnEndData
-
-
-class _Text(msgspec.Struct, gc=False):
-    text: str
-
-
-class _MessageData(msgspec.Struct, gc=False):
-    message: _Text
-
-
-class _UserMessage(_Envelope, tag="user/message"):
-    data: _MessageData
-
-
-class _CallData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
-    call_id: str
-    name: str
-
-
-class _ToolCall(_Envelope, tag="tool/call"):
-    data: _CallData
-
-
-class _ResultData(msgspec.Struct, gc=False, rename={"call_id": "callId", "is_error": "isError"}):
-    call_id: str
-    is_error: bool
-    content: str
-    error: Any = None
-
-
-class _ToolResult(_Envelope, tag="tool/result"):
-    data: _ResultData
-
-
-_TYPED: Final = (
-    _Chunk,
-    _Output,
-    _TurnStart,
-    _StepStart,
-    _StepEnd,
-    _TurnEnd,
-    _UserMessage,
-    _ToolCall,
-    _ToolResult,
-)
-
-
 def _envelope_of(kind: str) -> type[_Envelope]:
-    """The envelope of a type the readable renderer shows, its ``data`` as a dict."""
+    """The envelope of a type whose ``data`` is read as a dict."""
     name = "_" + kind.replace("/", "_")
     cls = msgspec.defstruct(name, [("data", dict[str, Any])], bases=(_Envelope,), tag=kind)
     assert issubclass(cls, _Envelope)
     return cls
 
 
-#: envelope class -> its event type, for the types shown through the readable ``describe``.
-_OTHER: Final = {
+#: envelope class -> its event type, for every type but the two hot ones.
+_TYPE_OF: Final = {
     _envelope_of(kind): kind
     for kind in sorted(DATA_CLASSES)
-    if kind not in {str(cls.__struct_config__.tag) for cls in _TYPED}
+    if kind not in ("assistant/chunk", "tool/output")
 }
-_DECODE: Final = msgspec.json.Decoder(Union[(*_TYPED, *_OTHER)]).decode
+_DECODE: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_TYPE_OF)]).decode
 #: A line the structs do not describe: another chunk type, or a shape they do not state.
 _NOT_TYPED: Final = (msgspec.ValidationError, msgspec.DecodeError)
 #: Rendered lines held before they are handed to ``emit`` (bounded memory, few calls).
@@ -201,76 +128,63 @@ class TimelineLines:
             try:
                 ev: Any = decode(line)
             except _NOT_TYPED:
-                self._readable(line)
+                obj = orjson.loads(line)
+                self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
                 continue
             cls = type(ev)
             if cls is _Chunk:  # a text delta: one more chunk in the run
                 run.append(ev)
                 continue
-            if cls is _Output:
-                if run:
-                    self._flush_run()
-                d = ev.data
-                # describe's tool/output line, never emphasised (render._emphasis)
-                text = d.text.replace("\n", "⏎")
-                if width is not None and len(text) > width:
-                    text = text[: width - 1] + "…"
-                out.append(f'{self._indent}[{ev.seq}] tool/output {d.call_id} {d.stream} "{text}"')
-            elif cls in _OTHER:
-                self.event(Event(ev.seq, ev.time, _OTHER[cls], ev.data))
-            else:
-                if run:
-                    self._flush_run()
-                self._boundary(ev, line)
+            if cls is not _Output:
+                self._common(ev.seq, ev.time, _TYPE_OF[cls], ev.data)
+                continue
+            if run:
+                self._flush_run()
+            d = ev.data
+            # describe's tool/output line, never emphasised (render._emphasis)
+            text = d.text.replace("\n", "⏎")
+            if width is not None and len(text) > width:
+                text = text[: width - 1] + "…"
+            out.append(f'{self._indent}[{ev.seq}] tool/output {d.call_id} {d.stream} "{text}"')
         if len(out) >= _BATCH:
             self._emit(out)
             out.clear()
 
-    def _boundary(self, ev: Any, line: bytes) -> None:
-        """A line of the other typed shapes: the turn and step boundaries, a user message, a
-        dispatch, a result without an error; describe's line and emphasis for each."""
-        cls = type(ev)
-        d = ev.data
+    def _common(self, seq: int, time: int, kind: str, d: dict[str, Any]) -> None:
+        """An event of the kinds every turn has, shown as describe and the emphasis would show
+        it: the turn and step boundaries (a turn ended completed or aborted), a user message,
+        a dispatch, a result without an error. Any other goes to :meth:`event`."""
         style = None
-        if cls is _TurnStart:
-            text = f"turn/start {d.turn}"
-        elif cls is _StepStart:
-            text = f"step/start {d.step}"
-        elif cls is _StepEnd:
-            self._set_depth(max(0, self._depth - 1))
-            text = f"step/end {d.step}"
-        elif cls is _TurnEnd:
-            kind = d.reason.kind
-            if kind == "completed":
-                style = _GREEN
-            elif kind == "aborted":
-                style = _RED
-            else:  # an error or crash recovery's interruption: worded by describe
-                self._readable(line)
-                return
-            self._set_depth(max(0, self._depth - 1))
-            text = f"turn/end {d.turn} {kind.upper()}"
-        elif cls is _UserMessage:
-            text = f"user/message {_quote(d.message.text, None if self._full else 60)}"
-        elif cls is _ToolCall:
-            text = f"tool/call {d.name}#{d.call_id} (dispatched)"
+        if kind == "turn/start":
+            text = f"turn/start {d['turn']}"
+        elif kind == "step/start":
+            text = f"step/start {d['step']}"
+        elif kind == "step/end":
+            text = f"step/end {d['step']}"
+        elif kind == "turn/end" and d["reason"]["kind"] in ("completed", "aborted"):
+            reason = d["reason"]["kind"]
+            style = _GREEN if reason == "completed" else _RED
+            text = f"turn/end {d['turn']} {reason.upper()}"
+        elif kind == "user/message":
+            text = f"user/message {_quote(d['message']['text'], None if self._full else 60)}"
+        elif kind == "tool/call":
+            text = f"tool/call {d['name']}#{d['callId']} (dispatched)"
             style = _CYAN
-        else:  # tool/result
-            if d.error is not None:  # an error code, a repair placeholder: describe's
-                self._readable(line)
-                return
-            status = "error" if d.is_error else "ok"
-            content = _clip(d.content, None if self._full else 40)
-            text = f"tool/result {d.call_id} {status}: {content}"
-        text = f"{self._indent}[{ev.seq}] {text}"
+        elif kind == "tool/result" and d.get("error") is None:
+            status = "error" if d["isError"] else "ok"
+            content = _clip(d["content"], None if self._full else 40)
+            text = f"tool/result {d['callId']} {status}: {content}"
+        else:
+            self.event(Event(seq, time, kind, d))
+            return
+        if self._run:
+            self._flush_run()
+        if kind == "turn/end" or kind == "step/end":
+            self._set_depth(max(0, self._depth - 1))
+        text = f"{self._indent}[{seq}] {text}"
         self._out.append(f"{style}{text}{_RESET}" if self._color and style else text)
-        if cls is _TurnStart or cls is _StepStart:
+        if kind == "turn/start" or kind == "step/start":
             self._set_depth(self._depth + 1)
-
-    def _readable(self, line: bytes) -> None:
-        """A line the structs do not describe, shown by the readable renderer's pieces."""
-        obj = orjson.loads(line)
-        self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
 
     def event(self, event: Event, *, synthetic: bool = False) -> None:
         """One event, as :func:`.render.render_timeline`'s loop shows it (``synthetic``: a
