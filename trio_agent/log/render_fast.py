@@ -5,11 +5,12 @@ types that dominate such a log, a text delta of ``assistant/chunk`` (folded into
 a ``tool/output`` line. For those two, :class:`TimelineLines` decodes the line with msgspec
 straight into the few fields the timeline shows and formats them itself. Every other type
 is decoded with its ``data`` as a dict; the lines every turn has (its start and end when it
-completed or was aborted, the step's, the user message, the dispatch, a result without an
-error) are formatted here as ``describe`` words them, and the rest (a splice, a message,
-an approval, an error, crash recovery's endings, a line no struct describes) become their
-:class:`Event` and go through the readable renderer's own pieces (``describe``, the
-emphasis and the indentation rules of :func:`.render.render_timeline`).
+completed or was aborted, the step's, the splices, the user message, the assistant's
+message when not interrupted, the dispatch, a result without an error) are formatted here
+as ``describe`` words them, and the rest (approvals, a spawned call, errors, crash
+recovery's endings, a line no struct describes) become their :class:`Event` and go
+through the readable renderer's own pieces (``describe``, the emphasis and the
+indentation rules of :func:`.render.render_timeline`).
 
 :func:`.render.render_timeline` stays the reference: ``tests/log/test_render_fast.py`` holds
 this module to produce exactly its lines, byte for byte, on every vector file, on generated
@@ -36,13 +37,16 @@ from .render import (
     _GREEN,
     _RED,
     _RESET,
+    _YELLOW,
     _clip,
+    _describe_splice,
     _emphasis,
     _quote,
     describe,
     timeline_header,
 )
 from .scan import TornTail
+from .splice import SpliceKind, splice_kind
 
 __all__ = ["TimelineLines", "timeline_header"]
 
@@ -152,8 +156,9 @@ class TimelineLines:
 
     def _common(self, seq: int, time: int, kind: str, d: dict[str, Any]) -> None:
         """An event of the kinds every turn has, shown as describe and the emphasis would show
-        it: the turn and step boundaries (a turn ended completed or aborted), a user message,
-        a dispatch, a result without an error. Any other goes to :meth:`event`."""
+        it: the turn and step boundaries (a turn ended completed or aborted), a splice, a user
+        message, an assistant message that was not interrupted, a dispatch, a result without
+        an error. Any other goes to :meth:`event`."""
         style = None
         if kind == "turn/start":
             text = f"turn/start {d['turn']}"
@@ -174,6 +179,18 @@ class TimelineLines:
             status = "error" if d["isError"] else "ok"
             content = _clip(d["content"], None if self._full else 40)
             text = f"tool/result {d['callId']} {status}: {content}"
+        elif kind == "agent/inbox/spliced":
+            text = _describe_splice(d, full=self._full)
+            style = _YELLOW if splice_kind(d) is SpliceKind.DROP else None
+        elif kind == "assistant/message" and not d.get("interrupted"):
+            width = None if self._full else 40
+            parts = [
+                _quote(block["text"], width)
+                if block["type"] == "text"
+                else f"→ {block['name']}#{block['id']}"
+                for block in d["message"]["content"]
+            ]
+            text = f"assistant/message {' '.join(parts) or '(empty)'}"
         else:
             self.event(Event(seq, time, kind, d))
             return
