@@ -1,11 +1,13 @@
 """The fast timeline (``log/render_fast.py``) against the readable one (``log/render.py``).
 
-``trio-agent show`` renders the lines its scan accepts with ``TimelineLines``; the readable
-``render_timeline`` is the reference. These tests build both timelines of the same file the
-way ``show`` does (the accepted lines, up to a line that breaks a rule; the closers of a cold
-log; the torn tail) and hold them equal line for line, in every mode (plain, colour, full),
-on every vector file, on generated logs and on lines written in the less usual ways JSON
-allows. The readable side decodes each line with the reference decoder (``decode_event``).
+``trio-agent show`` renders the lines its scan accepts with ``TimelineLines``, given the
+lines or what the scan accepted them as (its ``item_sink``: typed envelopes and lines); the
+readable ``render_timeline`` is the reference. These tests build the timelines of the same
+file the way ``show`` does (the accepted lines, up to a line that breaks a rule; the closers
+of a cold log; the torn tail) and hold them equal line for line, in every mode (plain,
+colour, full), on every vector file, on generated logs and on lines written in the less
+usual ways JSON allows. The readable side decodes each line with the reference decoder
+(``decode_event``).
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ VECTOR_FILES = {
 def both(data: bytes, *, color: bool, full: bool) -> tuple[list[str], list[str]]:
     """The timeline of a log file's bytes, fast and readable, as ``show`` builds it."""
     accepted: list[bytes] = []
+    items: list[object] = []  # what the scan accepted each line as (envelope or line)
     try:
-        scan = scan_lines(lines_of(data), strict=False, line_sink=accepted.append)
+        scan = scan_lines(
+            lines_of(data), strict=False, line_sink=accepted.append, item_sink=items.append
+        )
     except HeaderError:
         return [], []
     except LogError:  # corruption: the events before the offending line, nothing after
@@ -58,6 +63,8 @@ def both(data: bytes, *, color: bool, full: bool) -> tuple[list[str], list[str]]
     else:
         header, closers, tail = scan.header, repair_closers(scan.checker), scan.tail
     fast = render_lines(header, accepted, len(accepted), closers, tail, color=color, full=full)
+    scanned = render_lines(header, items, len(items), closers, tail, color=color, full=full)
+    assert scanned == fast
     events = [decode_event(line[:-1]) for line in accepted]
     slow = list(render_timeline(header, events, closers, tail, color=color, full=full))
     return fast, slow

@@ -207,6 +207,7 @@ def stream_log(
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
     lines: Iterable[bytes] | None = None,
+    item_sink: Callable[[object], None] | None = None,
 ) -> LineScan:
     """:func:`scan_lines` over ``f`` from its start, every core error and read error mapped to
     a one-line :class:`CliError`. Memory is the checker's state, whatever the file's size.
@@ -221,6 +222,7 @@ def stream_log(
             sink=sink,
             sink_types=sink_types,
             line_sink=line_sink,
+            item_sink=item_sink,
         )
     except HeaderError as exc:
         raise CliError(f"{path}:1: {exc}", UNREADABLE, line=1, what=str(exc)) from None

@@ -143,10 +143,10 @@ _READ = 1 << 16
 
 
 def _read_rendering(
-    f: BinaryIO, accepted: list[bytes], timeline: TimelineLines
+    f: BinaryIO, accepted: list[object], timeline: TimelineLines
 ) -> Iterator[list[bytes]]:
     """``f``'s lines in batches, cut as iterating ``f`` cuts them; before each batch is read,
-    the lines the scan accepted from the last one (``accepted``, its ``line_sink``'s list)
+    what the scan accepted from the last one (``accepted``, its ``item_sink``'s list)
     go to ``timeline``. A list append per line and a loop per batch cost less than a call
     per line."""
     while True:
@@ -188,7 +188,7 @@ def _show(
     """``show`` in one pass through ``spill`` (the timeline), or in two without it."""
     shape = {"json": bool(args.json), "color": color, "full": bool(args.full)}
     timeline = None
-    accepted: list[bytes] = []  # lines the scan accepted, not rendered yet
+    accepted: list[object] = []  # what the scan accepted (envelopes, lines), not rendered yet
     if spill is not None:
         from ..log.render_fast import TimelineLines, timeline_header
 
@@ -204,7 +204,7 @@ def _show(
                     path,
                     f,
                     strict=False,
-                    line_sink=accepted.append,
+                    item_sink=accepted.append,
                     lines=itertools.chain.from_iterable(batches),
                 )
         except CliError as exc:

@@ -29,6 +29,7 @@ from typing import Any, Final, Union
 import msgspec
 import orjson
 
+from . import checker_typed
 from .events import DATA_CLASSES, Event, Header
 from .render import (
     _BOLD,
@@ -99,6 +100,12 @@ _TYPE_OF: Final = {
     if kind not in ("assistant/chunk", "tool/output")
 }
 _DECODE: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_TYPE_OF)]).decode
+# What the scan hands over (its item_sink) for a line its typed path accepted: the checker's
+# own envelope, whose hot types hold the same fields, and whose other types hold data as a
+# dict.
+_CHUNKS: Final = frozenset({_Chunk, checker_typed._Chunk})
+_OUTPUTS: Final = frozenset({_Output, checker_typed._Output})
+_KIND: Final[dict[type, str]] = {**_TYPE_OF, **checker_typed._TYPE_OF}
 #: A line the structs do not describe: another chunk type, or a shape they do not state.
 _NOT_TYPED: Final = (msgspec.ValidationError, msgspec.DecodeError)
 #: Rendered lines held before they are handed to ``emit`` (bounded memory, few calls).
@@ -125,22 +132,25 @@ class TimelineLines:
         self._run: list[Any] = []
         self._output_width: int | None = None if full else 40
 
-    def lines(self, lines: Iterable[bytes]) -> None:
-        """Accepted lines of the log, in order (each may keep its newline)."""
+    def lines(self, lines: Iterable[object]) -> None:
+        """Accepted lines of the log, in order (each may keep its newline), or what the scan
+        accepted them as (its ``item_sink``: a typed envelope or the line)."""
         decode, run, out, width = _DECODE, self._run, self._out, self._output_width
         for line in lines:
-            try:
-                ev: Any = decode(line)
-            except _NOT_TYPED:
-                obj = orjson.loads(line)
-                self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
-                continue
+            ev: Any = line
+            if type(line) is bytes:
+                try:
+                    ev = decode(line)
+                except _NOT_TYPED:
+                    obj = orjson.loads(line)
+                    self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
+                    continue
             cls = type(ev)
-            if cls is _Chunk:  # a text delta: one more chunk in the run
+            if cls in _CHUNKS:  # a text delta: one more chunk in the run
                 run.append(ev)
                 continue
-            if cls is not _Output:
-                self._common(ev.seq, ev.time, _TYPE_OF[cls], ev.data)
+            if cls not in _OUTPUTS:
+                self._common(ev.seq, ev.time, _KIND[cls], ev.data)
                 continue
             if run:
                 self._flush_run()
@@ -246,7 +256,7 @@ class TimelineLines:
     def _flush_run(self) -> None:
         run = self._run
         text = "".join(
-            e.data.chunk.text if type(e) is _Chunk else e.data["chunk"]["text"] for e in run
+            e.data["chunk"]["text"] if type(e) is Event else e.data.chunk.text for e in run
         )
         span = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
         quoted = _quote(text, None if self._full else 60)
@@ -256,7 +266,7 @@ class TimelineLines:
 
 def render_lines(
     header: Header,
-    lines: Iterable[bytes],
+    lines: Iterable[object],
     count: int,
     closers: Iterable[Event] = (),
     tail: TornTail | None = None,

@@ -101,6 +101,7 @@ def scan_lines(
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
     resume: Resume | None = None,
+    item_sink: Callable[[object], None] | None = None,
 ) -> LineScan:
     """Decode and check a log given as its lines, in one pass, keeping no events.
 
@@ -112,6 +113,10 @@ def scan_lines(
     the line (newline included) of every kept event, without decoding it again: the store
     keeps a live session's log this way (:class:`~trio_agent.log.lines.EventLines`).
     Memory is the checker's state plus one line, whatever the log's length.
+    ``item_sink``, when given, receives for every kept event what the scan accepted it as:
+    its typed envelope (:mod:`~trio_agent.log.checker_typed`) when the typed path took it,
+    else its line (newline included); ``show`` renders the hot lines from the envelope
+    instead of parsing them again (:mod:`~trio_agent.log.render_fast`).
 
     ``resume``, when given, says that ``lines`` are the tail of a log after a prefix already
     checked (no header line; the counts, offsets and line numbers go on from the prefix).
@@ -164,6 +169,8 @@ def scan_lines(
                 sink(typed_event(ev, line))
             if line_sink is not None:
                 line_sink(line)
+            if item_sink is not None:
+                item_sink(ev)
             offset += len(line)
             continue
         obj: Any = _UNREADABLE
@@ -178,6 +185,8 @@ def scan_lines(
                 sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
             if line_sink is not None:
                 line_sink(line)
+            if item_sink is not None:
+                item_sink(line)
             offset += len(line)
             continue
         line_no = checker.next_seq + 2
@@ -204,6 +213,8 @@ def scan_lines(
             sink(event)
         if line_sink is not None:
             line_sink(line)
+        if item_sink is not None:
+            item_sink(line)
         offset += len(line)
     return LineScan(header, checker, checker.next_seq, tail, first)
 
