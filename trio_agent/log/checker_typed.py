@@ -22,7 +22,8 @@ on generated and mutated logs.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
@@ -35,7 +36,10 @@ from .events import Event
 from .schema import MAX_INTEGER
 
 __all__ = [
+    "CHUNK_ENVELOPE",
+    "ENVELOPE_TYPES",
     "HOT_TYPES",
+    "OUTPUT_ENVELOPE",
     "TYPED_ERRORS",
     "decode_typed",
     "feed_typed",
@@ -103,6 +107,11 @@ _TYPE_OF: Final[dict[type[_Envelope], str]] = {
 }
 _DECODER: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_ACCEPT_DATA)])
 
+#: The envelopes of a text-delta chunk and of a tool output, and the event type of every
+#: envelope class, for a reader handed an accepted envelope (``show``'s renderer).
+CHUNK_ENVELOPE: Final = _Chunk
+OUTPUT_ENVELOPE: Final = _Output
+ENVELOPE_TYPES: Final[Mapping[type, str]] = MappingProxyType(_TYPE_OF)
 #: The types whose data the structs hold (not as a dict): an event of these handed on as an
 #: :class:`Event` costs a second parse of its line (:func:`typed_event`).
 HOT_TYPES: Final = frozenset({"assistant/chunk", "tool/output"})

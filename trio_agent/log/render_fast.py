@@ -103,11 +103,11 @@ _DECODE: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_TYPE_OF)]).decod
 # What the scan hands over (its item_sink) for a line its typed path accepted: the checker's
 # own envelope, whose hot types hold the same fields, and whose other types hold data as a
 # dict.
-_CHUNKS: Final = frozenset({_Chunk, checker_typed._Chunk})
-_OUTPUTS: Final = frozenset({_Output, checker_typed._Output})
-_KIND: Final[dict[type, str]] = {**_TYPE_OF, **checker_typed._TYPE_OF}
+_CHUNKS: Final = frozenset({_Chunk, checker_typed.CHUNK_ENVELOPE})
+_OUTPUTS: Final = frozenset({_Output, checker_typed.OUTPUT_ENVELOPE})
+_KIND: Final[dict[type, str]] = {**_TYPE_OF, **checker_typed.ENVELOPE_TYPES}
 #: A line the structs do not describe: another chunk type, or a shape they do not state.
-_NOT_TYPED: Final = (msgspec.ValidationError, msgspec.DecodeError)
+_NOT_TYPED: Final = checker_typed.TYPED_ERRORS
 #: Rendered lines held before they are handed to ``emit`` (bounded memory, few calls).
 _BATCH: Final = 512
 
