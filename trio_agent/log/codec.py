@@ -29,8 +29,12 @@ _OPENING: Final = frozenset(b"[{")
 def too_deep(line: bytes | str, limit: int = MAX_DEPTH) -> bool:
     """Whether ``line`` nests arrays and objects deeper than ``limit`` levels (a log line's
     limit is :data:`MAX_DEPTH`, spec/log.md §Values; a line's ``data`` has one level less).
-    Cheap for almost every line: one with no more opening brackets than that cannot; only
-    the others are walked."""
+    Cheap for almost every line: JSON that deep holds more than ``limit`` opening brackets
+    and as many closing ones, so a shorter line, or one with no more opening brackets,
+    cannot be (a line that is not JSON is refused as such anyway); only the others are
+    walked."""
+    if len(line) <= 2 * limit + 1:
+        return False
     raw = line.encode() if isinstance(line, str) else line
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return False
