@@ -31,7 +31,7 @@ import orjson
 
 from .checker import _ANSWERED, _INTERRUPTED, _STREAMING, LogChecker
 from .checker_fast import FAST_TYPES
-from .codec import too_deep
+from .codec import MAX_DEPTH, too_deep
 from .events import Event
 from .schema import MAX_INTEGER
 
@@ -120,6 +120,8 @@ TYPED_ERRORS: Final = (
     msgspec.MsgspecError,  # not JSON, or not the structs' shape
     RecursionError,  # nested deeper than msgspec's limit (orjson's is deeper: it decides)
 )
+#: The longest line too short to nest deeper than the limit (``too_deep``'s first test).
+_SHORT: Final = 2 * MAX_DEPTH + 1
 #: Decode one line (its newline may stay) into its typed envelope.
 decode_typed: Final = _DECODER.decode
 
@@ -140,7 +142,9 @@ def feed_typed(c: LogChecker, ev: Any, line: bytes) -> bool:
         if call is None or not call.dispatched or call.resolved:  # I13
             return False
     else:  # data is a dict: its per-type half tests its shape and rules, and commits
-        if too_deep(line):  # free JSON (arguments, unknown keys) may nest: spec/log.md §Values
+        # Free JSON (arguments, unknown keys) may nest too deep (spec/log.md §Values); a
+        # line too short to hold the limit's brackets cannot, and spares the call.
+        if len(line) > _SHORT and too_deep(line):
             return False
         try:  # a missing key or a value of the wrong type declines, as in feed_fast
             if not _ACCEPT_DATA[cls](c, data):
