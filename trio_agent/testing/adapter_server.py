@@ -43,6 +43,7 @@ import trio
 import trio.testing
 
 from .host import WorldHost
+from .protocol import CLOCK_START
 from .scheduling import fifo_scheduling
 from .world import World
 
@@ -138,7 +139,9 @@ async def _serve() -> None:
 
 def main() -> None:
     with fifo_scheduling():
-        trio.run(_serve, clock=trio.testing.MockClock(rate=0))
+        clock = trio.testing.MockClock(rate=0)
+        clock.jump(CLOCK_START)
+        trio.run(_serve, clock=clock)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import trio
 import trio.testing
 
 from .host import WorldHost
-from .protocol import AdapterError, Reply
+from .protocol import CLOCK_START, AdapterError, Reply
 from .scheduling import fifo_scheduling
 from .wire import check_journal, check_reply
 
@@ -49,6 +49,7 @@ class TrioThread:
 
     def __init__(self, hold: Callable[[], bool] = lambda: False) -> None:
         self.clock = trio.testing.MockClock(rate=0)
+        self.clock.jump(CLOCK_START)
         self._hold = hold
         self._held = False
         self._calls: queue.Queue[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any]] = (

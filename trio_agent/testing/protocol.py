@@ -14,6 +14,7 @@ from typing import Any, Final, Protocol
 __all__ = [
     "CANCEL_ONLY_POINTS",
     "CANCEL_POINTS",
+    "CLOCK_START",
     "CRASH_POINTS",
     "MAX_LINE",
     "OBSERVER_POINTS",
@@ -31,6 +32,10 @@ PROTOCOL: Final = "trio-agent-harness/4"
 #: Default bound on one line the implementation writes (an ``opened`` entry carries the log);
 #: here, not in :mod:`.pipe`, so the CLI's parser names it without importing the pipe.
 MAX_LINE: Final = 8 << 20
+#: Where a host's virtual clock starts, in seconds (not 0, as trio's own clock starts at an
+#: arbitrary offset): a time taken from the clock's epoch instead of the world's start is
+#: then wrong in the first world too, not only in worlds after another one.
+CLOCK_START: Final = 1_000_000.0
 
 #: Named points where a trap (``arm``) can crash or cancel. Order is documentation order.
 POINTS: Final = (
