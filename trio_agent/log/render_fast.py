@@ -2,8 +2,8 @@
 
 ``trio-agent show`` on a long session renders every event; most of them are of the two
 types that dominate such a log, a text delta of ``assistant/chunk`` (folded into a run) and
-a ``tool/output`` line. For those two, :class:`TimelineLines` decodes the line with msgspec
-straight into the few fields the timeline shows and formats them itself. Every other type
+a ``tool/output`` line. For those two, :class:`TimelineLines` decodes the line with the checker's
+typed decoder (msgspec) straight into structs and formats them itself. Every other type
 is decoded with its ``data`` as a dict; the lines every turn has (its start and end when it
 completed or was aborted, the step's, the splices, the user message, the assistant's
 message when not interrupted, the dispatch, a result without an error) are formatted here
@@ -24,13 +24,12 @@ checked here. Pure: lines in, strings out through the ``emit`` callback.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Union
+from typing import Any, Final
 
-import msgspec
 import orjson
 
 from . import checker_typed
-from .events import DATA_CLASSES, Event, Header
+from .events import Event, Header
 from .render import (
     _BOLD,
     _CYAN,
@@ -52,61 +51,16 @@ from .splice import SpliceKind, splice_kind
 __all__ = ["TimelineLines", "timeline_header"]
 
 
-# The structs state exactly the shape each fast line of the two hot types assumes (msgspec
-# skips other keys, as the readable renderer does); every other type is decoded with its
-# ``data`` as a dict. A line these do not describe (another chunk type, another shape) is
-# parsed by orjson and takes the readable path. gc=False: no cycles to track.
-
-
-class _Envelope(msgspec.Struct, tag_field="type", gc=False):
-    seq: int
-    time: int
-
-
-class _TextDelta(msgspec.Struct, tag_field="type", tag="text-delta", gc=False):
-    text: str
-
-
-class _ChunkData(msgspec.Struct, gc=False):
-    chunk: _TextDelta
-
-
-class _Chunk(_Envelope, tag="assistant/chunk"):
-    data: _ChunkData
-
-
-class _OutputData(msgspec.Struct, gc=False, rename={"call_id": "callId"}):
-    call_id: str
-    stream: str
-    text: str
-
-
-class _Output(_Envelope, tag="tool/output"):
-    data: _OutputData
-
-
-def _envelope_of(kind: str) -> type[_Envelope]:
-    """The envelope of a type whose ``data`` is read as a dict."""
-    name = "_" + kind.replace("/", "_")
-    cls = msgspec.defstruct(name, [("data", dict[str, Any])], bases=(_Envelope,), tag=kind)
-    assert issubclass(cls, _Envelope)
-    return cls
-
-
-#: envelope class -> its event type, for every type but the two hot ones.
-_TYPE_OF: Final = {
-    _envelope_of(kind): kind
-    for kind in sorted(DATA_CLASSES)
-    if kind not in ("assistant/chunk", "tool/output")
-}
-_DECODE: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_TYPE_OF)]).decode
-# What the scan hands over (its item_sink) for a line its typed path accepted: the checker's
-# own envelope, whose hot types hold the same fields, and whose other types hold data as a
-# dict.
-_CHUNKS: Final = frozenset({_Chunk, checker_typed.CHUNK_ENVELOPE})
-_OUTPUTS: Final = frozenset({_Output, checker_typed.OUTPUT_ENVELOPE})
-_KIND: Final[dict[type, str]] = {**_TYPE_OF, **checker_typed.ENVELOPE_TYPES}
-#: A line the structs do not describe: another chunk type, or a shape they do not state.
+# A line is decoded by the checker's own typed decoder (:mod:`.checker_typed`): the two hot
+# types into structs holding the few fields the timeline shows, every other type with its
+# ``data`` as a dict. The scan's ``item_sink`` hands over those same envelopes for the lines
+# its typed path accepted. A line they do not describe (another chunk type, an unknown key)
+# is parsed by orjson and takes the readable path.
+_DECODE: Final = checker_typed.decode_typed
+_CHUNK: Final = checker_typed.CHUNK_ENVELOPE
+_OUTPUT: Final = checker_typed.OUTPUT_ENVELOPE
+_KIND: Final = checker_typed.ENVELOPE_TYPES
+#: A line the structs do not describe.
 _NOT_TYPED: Final = checker_typed.TYPED_ERRORS
 #: Rendered lines held before they are handed to ``emit`` (bounded memory, few calls).
 _BATCH: Final = 512
@@ -146,10 +100,10 @@ class TimelineLines:
                     self.event(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
                     continue
             cls = type(ev)
-            if cls in _CHUNKS:  # a text delta: one more chunk in the run
+            if cls is _CHUNK:  # a text delta: one more chunk in the run
                 run.append(ev)
                 continue
-            if cls not in _OUTPUTS:
+            if cls is not _OUTPUT:
                 self._common(ev.seq, ev.time, _KIND[cls], ev.data)
                 continue
             if run:
