@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
+from support.log_prefixes import CALL_DISPATCHED, OPEN_STEP
 
 from trio_agent.cli.conform import file_bytes
 from trio_agent.log import (
@@ -128,28 +129,12 @@ WRITTEN = [
         b'"callId":"c1","stream":"stdout","text":"a","text":"b"',
     )
 ]
-_PRIOR = [
-    b'{"seq":0,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
-    b'"inserted":[{"id":"m1","text":"go","source":"user"}]}}',
-    b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":1}}',
-    b'{"seq":2,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
-    b'"removedCount":1,"inserted":[]}}',
-    b'{"seq":3,"time":1,"type":"step/start","data":{"turn":1,"step":1}}',
-    b'{"seq":4,"time":1,"type":"user/message","data":{"turn":1,"step":1,'
-    b'"message":{"id":"m1","text":"go","source":"user"}}}',
-]
-_CALLED = [
-    b'{"seq":5,"time":1,"type":"assistant/message","data":{"turn":1,"step":1,"message":{"id":"a",'
-    b'"content":[{"type":"tool-call","id":"c1","name":"bash","arguments":{}}]}}}',
-    b'{"seq":6,"time":1,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
-    b'"name":"bash","arguments":{}}}',
-]
 
 
 @pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("line", WRITTEN, ids=lambda line: line.decode()[40:90])
 def test_equal_on_lines_written_another_way(line: bytes, mode: dict[str, bool]) -> None:
-    prior = _PRIOR + (_CALLED if b"tool/output" in line else [])
+    prior = OPEN_STEP + (CALL_DISPATCHED if b"tool/output" in line else [])
     data = encode_header(Header("s", 0)) + b"\n".join([*prior, line]) + b"\n"
     fast, slow = both(data, **mode)
     assert fast == slow

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
+from support.log_prefixes import CALL_DISPATCHED, OPEN_STEP
 
 from trio_agent.log import (
     Event,
@@ -355,22 +356,6 @@ def test_fast_path_agrees_on_every_vector_line(cid: str) -> None:
         checker = slow
 
 
-_PREFIX = [
-    b'{"seq":0,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
-    b'"inserted":[{"id":"m1","text":"go","source":"user"}]}}',
-    b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":1}}',
-    b'{"seq":2,"time":1,"type":"agent/inbox/spliced","data":{"target":"next-turn","start":0,'
-    b'"removedCount":1,"inserted":[]}}',
-    b'{"seq":3,"time":1,"type":"step/start","data":{"turn":1,"step":1}}',
-    b'{"seq":4,"time":1,"type":"user/message","data":{"turn":1,"step":1,'
-    b'"message":{"id":"m1","text":"go","source":"user"}}}',
-]
-_CALLED = [
-    b'{"seq":5,"time":1,"type":"assistant/message","data":{"turn":1,"step":1,"message":{"id":"a",'
-    b'"content":[{"type":"tool-call","id":"c1","name":"bash","arguments":{}}]}}}',
-    b'{"seq":6,"time":1,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
-    b'"name":"bash","arguments":{}}}',
-]
 _CHUNK = b'{"seq":5,"time":TIME,"type":"assistant/chunk","data":{"turn":TURN,"step":1,CHUNK}}'
 _OUTPUT = b'{"seq":7,"time":TIME,"type":"tool/output","data":{"turn":TURN,"step":1,OUTPUT}}'
 
@@ -452,8 +437,8 @@ def test_a_deeply_nested_line_gets_the_readable_verdict(depth: int) -> None:
         b'{"seq":6,"time":1,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
         b'"name":"bash","arguments":{"x":NESTED}}}'
     ).replace(b"NESTED", nested)
-    message = _CALLED[0].replace(b'"arguments":{}', b'"arguments":{"x":NESTED}')
-    lines = [*_PREFIX, message.replace(b"NESTED", nested), call]
+    message = CALL_DISPATCHED[0].replace(b'"arguments":{}', b'"arguments":{"x":NESTED}')
+    lines = [*OPEN_STEP, message.replace(b"NESTED", nested), call]
     log = encode_header(Header("s", 1)) + b"\n".join(lines) + b"\n"
     try:
         events = [decode_event(line) for line in lines]
@@ -470,7 +455,7 @@ def test_a_deeply_nested_line_gets_the_readable_verdict(depth: int) -> None:
 
 @pytest.mark.parametrize("line", WRITTEN_FORMS, ids=lambda line: line.decode(errors="replace"))
 def test_typed_path_agrees_on_how_a_line_is_written(line: bytes) -> None:
-    lines = _PREFIX + (_CALLED if b"tool/output" in line and b'"seq":7' in line else [])
+    lines = OPEN_STEP + (CALL_DISPATCHED if b"tool/output" in line and b'"seq":7' in line else [])
     checker = LogChecker()
     for prior in lines:
         assert feed_fast(checker, orjson.loads(prior)), prior
@@ -479,7 +464,10 @@ def test_typed_path_agrees_on_how_a_line_is_written(line: bytes) -> None:
 
 def test_typed_path_takes_the_plain_forms() -> None:
     # The control of the test above: written plainly, each is accepted by the typed path.
-    for line, prior in ((_written(_CHUNK), _PREFIX), (_written(_OUTPUT), _PREFIX + _CALLED)):
+    for line, prior in (
+        (_written(_CHUNK), OPEN_STEP),
+        (_written(_OUTPUT), OPEN_STEP + CALL_DISPATCHED),
+    ):
         checker = LogChecker()
         for before in prior:
             checker.feed(decode_event(before))
