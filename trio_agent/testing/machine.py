@@ -619,14 +619,17 @@ class HarnessMachine(RuleBasedStateMachine):
         self.adapter.crash()
         self._recover(tear)
 
-    @precondition(
-        lambda self: (
+    def _may_leave_agent(self) -> bool:
+        """The running agent may be left for another (``restart``, ``new_agent``): the world
+        is alive, and no disk failure is pending or armed (leaving flushes)."""
+        return (
             self._alive()
             and self.state is not None
             and not self.state["disk_failures"]
             and not (self.armed is not None and self.armed["action"]["kind"] == "disk")
         )
-    )
+
+    @precondition(lambda self: self._may_leave_agent())
     @rule()
     def restart(self) -> None:
         """Graceful shutdown (K22), then a new agent on the same file."""
@@ -659,14 +662,7 @@ class HarnessMachine(RuleBasedStateMachine):
         self._journal(rest)
         self._settled(reply["state"])
 
-    @precondition(
-        lambda self: (
-            self._alive()
-            and self.state is not None
-            and not self.state["disk_failures"]
-            and not (self.armed is not None and self.armed["action"]["kind"] == "disk")
-        )
-    )
+    @precondition(lambda self: self._may_leave_agent())
     @rule()
     def new_agent(self) -> None:
         """Leave the running agent and open a new one on the same, still open session (K24):
