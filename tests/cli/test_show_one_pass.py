@@ -16,23 +16,15 @@ import io
 import tempfile
 from pathlib import Path
 
-import orjson
 import pytest
 from support.cli import cli, no_traceback
+from support.vector_files import VECTOR_FILES
 
 from trio_agent.cli import main, show
-from trio_agent.cli.conform import file_bytes
 from trio_agent.log import encode_event, encode_header
 from trio_agent.log.events import Header
 from trio_agent.testing.loggen import generate_log
 
-VECTOR_DIR = Path(__file__).resolve().parents[2] / "spec" / "vectors"
-VECTOR_FILES = {
-    str(path.relative_to(VECTOR_DIR).with_suffix("")): file_bytes(vector)
-    for path in sorted(VECTOR_DIR.rglob("*.json"))
-    if ("log" in (vector := orjson.loads(path.read_bytes())) or "file_hex" in vector)
-    and not vector.get("suffix")
-}
 MODES = {"plain": ["--no-color"], "color-full": ["--color", "--full"]}
 
 

@@ -12,14 +12,11 @@ usual ways JSON allows. The readable side decodes each line with the reference d
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 from support.log_prefixes import CALL_DISPATCHED, OPEN_STEP
+from support.vector_files import VECTOR_FILES
 
-from trio_agent.cli.conform import file_bytes
 from trio_agent.log import (
     Event,
     HeaderError,
@@ -39,14 +36,6 @@ from trio_agent.testing.loggen import generate_log
 
 MODES = [{"color": color, "full": full} for color in (False, True) for full in (False, True)]
 MODE_IDS = ["plain", "full", "color", "color-full"]
-
-VECTOR_DIR = Path(__file__).resolve().parents[2] / "spec" / "vectors"
-VECTOR_FILES = {
-    str(path.relative_to(VECTOR_DIR).with_suffix("")): file_bytes(vector)
-    for path in sorted(VECTOR_DIR.rglob("*.json"))
-    if ("log" in (vector := orjson.loads(path.read_bytes())) or "file_hex" in vector)
-    and not vector.get("suffix")
-}
 
 
 def both(data: bytes, *, color: bool, full: bool) -> tuple[list[str], list[str]]:
