@@ -35,21 +35,25 @@ lint: $(STAMP)
 
 # The suite runs on pytest-xdist workers, one more than the cores unless TEST_WORKERS says
 # otherwise (a third of the tests' time is spent waiting on subprocesses: demo, conform,
-# browser, PostgreSQL; the extra worker fills it); worksteal evens out the long tests. compileall first: with PYTHONDONTWRITEBYTECODE set, every
-# `python -m trio_agent` a test starts would otherwise compile the package from source again.
-# check-wheel runs beside the suite, its output held in build/check-wheel.log and printed
-# after: the suite's workers wait on subprocesses for part of their time, and the wheel's
-# check (most of it subprocesses too) fills that time instead of adding its own. Both must pass.
+# browser, PostgreSQL; the extra worker fills it); worksteal evens out the long tests.
+# compileall first: with PYTHONDONTWRITEBYTECODE set, every `python -m trio_agent` a test
+# starts would otherwise compile the package from source again. The lint, the docs site and
+# check-wheel run beside the suite, each with its output held in build/ and printed after:
+# the workers wait on subprocesses for part of their time, and these (single-threaded, or
+# mostly subprocesses themselves) fill that time instead of adding their own. All must pass.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-test: lint docs
+test: $(STAMP)
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m compileall -q trio_agent
 	@mkdir -p build
+	$(MAKE) --no-print-directory lint docs >build/lint-docs.log 2>&1 & checks=$$!; \
 	bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal; tests=$$?; \
-	wait $$wheel; wheel=$$?; cat build/check-wheel.log; test $$tests = 0 -a $$wheel = 0
+	wait $$checks; checks=$$?; wait $$wheel; wheel=$$?; \
+	cat build/lint-docs.log build/check-wheel.log; \
+	test $$tests = 0 -a $$checks = 0 -a $$wheel = 0
 
 # The quick tier, no lint: every test but those marked slow (the harness's searches for
 # planted bugs and its shrinking runs, the machines' budgets, the browser, every vector
