@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
+import hypothesis.internal.conjecture.providers as hypothesis_providers
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -93,6 +94,7 @@ __all__ = [
     "run_machine",
     "run_scenarios",
     "shrinking_bounded_by_work",
+    "without_local_constants",
 ]
 
 #: What a trap does at its point (spec/harness.md §Named points and traps).
@@ -744,6 +746,41 @@ def shrinking_bounded_by_work(seconds: float | None = None) -> Iterator[None]:
         hypothesis_engine.MAX_SHRINKING_SECONDS = previous
 
 
+@contextlib.contextmanager
+def without_local_constants() -> Iterator[None]:
+    """Keep the literals of the loaded modules out of the values Hypothesis draws, for the
+    block, around every machine run (the tests' and ``trio-agent harness``'s), so that a seed
+    gives the same examples in any process.
+
+    Hypothesis now and then draws a "local constant" instead of a random value: a literal of
+    any loaded module outside the standard library and site-packages, test files aside
+    (``providers._get_local_constants``, read again whenever ``sys.modules`` grows). The
+    examples of a seed would then depend on which modules the process had imported, on every
+    literal edited in them, and on whether the package is installed editable or from a
+    wheel. Inside the block that pool is empty (Hypothesis's own fixed constants stay); the
+    cache of permitted constants, which holds the pool's values, is cleared on the way in and
+    out. If an upgrade renames what this replaces it raises instead of silently letting the
+    pool back in.
+    """
+    try:
+        previous = hypothesis_providers._get_local_constants
+        cache = hypothesis_providers.CONSTANTS_CACHE.cache
+        from hypothesis.internal.constants_ast import Constants
+    except (AttributeError, ImportError) as exc:
+        raise RuntimeError(
+            f"the harness cannot keep the literals of loaded modules out of its examples: {exc}"
+            " (Hypothesis renamed what it replaces; install the version constraints.txt pins)"
+        ) from exc
+    empty = Constants()
+    hypothesis_providers._get_local_constants = lambda: empty
+    cache.clear()
+    try:
+        yield
+    finally:
+        hypothesis_providers._get_local_constants = previous
+        cache.clear()
+
+
 Step = tuple[str, dict[str, Any]]
 _HIT: Final = {"cause": "user", "keep_inbox": False}
 _KEEP: Final = {"cause": "parent", "keep_inbox": True}
@@ -954,12 +991,14 @@ def run_machine(
     first :data:`RULE_SCENARIOS` (a :class:`HarnessMachine`, unless ``scenarios`` is false),
     then ``examples`` random examples seeded with ``seed``, under :func:`machine_settings`,
     shrinking with no wall-clock limit unless ``shrink_seconds`` gives one
-    (:func:`shrinking_bounded_by_work`). Every bound is on work, none on time, unless asked. A
-    failure propagates: the scenario's, or the shrunk example's."""
+    (:func:`shrinking_bounded_by_work`), and with no literal of a loaded module among the
+    values drawn (:func:`without_local_constants`: a seed gives the same examples in any
+    process). Every bound is on work, none on time, unless asked. A failure propagates: the
+    scenario's, or the shrunk example's."""
     if scenarios and issubclass(machine, HarnessMachine):
         run_scenarios(machine)
     hypothesis_seed(seed)(machine)
-    with shrinking_bounded_by_work(shrink_seconds):
+    with shrinking_bounded_by_work(shrink_seconds), without_local_constants():
         run_state_machine_as_test(
             machine, settings=machine_settings(examples=examples, steps=steps)
         )
