@@ -92,6 +92,11 @@ _CANCEL_AT_ONCE: Final = (
 #: Longest real time :meth:`World.settle` waits for a worker thread before looking again.
 _POLL: Final = 0.002
 
+
+def _nothing() -> None:
+    """What :meth:`World.settle` runs in a thread to let another thread's result in."""
+
+
 Emit = Callable[[dict[str, Any]], None]
 
 
@@ -331,9 +336,12 @@ class World:
                 if self.ops.busy or spins > 1000:
                     await self._thread_progress(self.ops.version)
                 else:
-                    # The thread is done; its result is on its way into the run loop.
+                    # The thread is done; its result is on its way into the run loop. It
+                    # needs the GIL to post it, which checkpoints in a loop would hold for
+                    # the interpreter's whole switch interval: a trip through a thread of
+                    # our own lets the run loop block in epoll instead, the GIL released.
                     spins += 1
-                    await trio.lowlevel.checkpoint()
+                    await trio.to_thread.run_sync(_nothing, limiter=self._poll_limiter)
                 continue
             spins = 0
             if self.pending_cancel is not None:
