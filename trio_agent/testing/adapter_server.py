@@ -40,10 +40,8 @@ if __name__ == "__main__":
 
 import orjson
 import trio
-import trio.testing
 
-from .host import WorldHost
-from .protocol import CLOCK_START
+from .host import WorldHost, host_clock
 from .scheduling import fifo_scheduling
 from .world import World
 
@@ -139,9 +137,7 @@ async def _serve() -> None:
 
 def main() -> None:
     with fifo_scheduling():
-        clock = trio.testing.MockClock(rate=0)
-        clock.jump(CLOCK_START)
-        trio.run(_serve, clock=clock)
+        trio.run(_serve, clock=host_clock())
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ from typing import Any
 
 import attrs
 import trio
+import trio.testing
 
-from .protocol import POINTS, PROTOCOL, AdapterError, Reply, trap_points
+from .protocol import CLOCK_START, POINTS, PROTOCOL, AdapterError, Reply, trap_points
 from .wire import (
     AdvanceRequest,
     ApprovalRequest,
@@ -31,7 +32,15 @@ from .wire import (
 )
 from .world import World
 
-__all__ = ["WorldHost"]
+__all__ = ["WorldHost", "host_clock"]
+
+
+def host_clock() -> trio.testing.MockClock:
+    """The clock a host's ``trio.run`` runs on: virtual and still (``rate=0``, no autojump),
+    so time moves only when asked, starting at :data:`~.protocol.CLOCK_START`."""
+    clock = trio.testing.MockClock(rate=0)
+    clock.jump(CLOCK_START)
+    return clock
 
 
 class RequestError(ValueError):

@@ -20,10 +20,9 @@ from typing import Any, Final, TypeVar
 
 import orjson
 import trio
-import trio.testing
 
-from .host import WorldHost
-from .protocol import CLOCK_START, AdapterError, Reply
+from .host import WorldHost, host_clock
+from .protocol import AdapterError, Reply
 from .scheduling import fifo_scheduling
 from .wire import check_journal, check_reply
 
@@ -48,8 +47,7 @@ class TrioThread:
     """
 
     def __init__(self, hold: Callable[[], bool] = lambda: False) -> None:
-        self.clock = trio.testing.MockClock(rate=0)
-        self.clock.jump(CLOCK_START)
+        self.clock = host_clock()
         self._hold = hold
         self._held = False
         self._calls: queue.Queue[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any]] = (
