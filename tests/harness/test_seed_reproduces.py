@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Final
 
 import hypothesis.internal.conjecture.providers as hypothesis_providers
 import pytest
@@ -50,12 +51,15 @@ print(json.dumps(DRAWN))
 """
 
 
+#: The integers of the extra module: in the machine's range, and in no other module.
+LITERALS: Final = [700_000_003 + 7_919 * i for i in range(200)]
+
+
 def _extra_module(directory: Path) -> Path:
-    """A module of literals no other module has (integers in the machine's range, short
-    strings), outside site-packages and the standard library, so Hypothesis counts it as
-    local code."""
+    """A module of literals no other module has (:data:`LITERALS`, short strings), outside
+    site-packages and the standard library, so Hypothesis counts it as local code."""
     directory.mkdir()
-    lines = [f"N{i} = {700_000_003 + 7_919 * i}" for i in range(200)]
+    lines = [f"N{i} = {n}" for i, n in enumerate(LITERALS)]
     lines += [f"S{i} = 'qz{i}x'" for i in range(200)]
     (directory / "extra_literals.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return directory
@@ -88,7 +92,7 @@ def test_without_the_guard_the_loaded_literals_change_the_examples(extra: Path) 
     the check above compares examples that the loaded modules would otherwise change."""
     alone, with_extra = _drawn("bare"), _drawn("bare", extra)
     assert alone != with_extra
-    literals = {700_000_003 + 7_919 * i for i in range(200)}
+    literals = set(LITERALS)
     assert any(n in literals for n, _ in with_extra)
     assert not any(n in literals for n, _ in alone)
 
