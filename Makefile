@@ -2,12 +2,16 @@
 # Two stamps: demo, serve and screenshot need only the package and its runtime dependencies
 # (RUN_STAMP, `pip install -e .`); lint, test, bench, torture and fuzz also need the lint and
 # test tools (STAMP, `pip install -e '.[dev]'`, which satisfies RUN_STAMP too).
+# The install goes through uv (pinned in constraints.txt, like everything it installs): the
+# same pins, bytecode compiled, in about a quarter of pip's time on a fresh clone; pip does
+# it when uv cannot be had or fails (another index, no network to reach it).
 PYTHON    ?= python3
 VENV      := .venv
 PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PIP       := PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(PY) -m pip install -q --disable-pip-version-check
+UV        := $(VENV)/bin/uv
 
 .PHONY: test test-fast lint docs demo bench bench-big torture fuzz serve screenshot clean
 
@@ -16,14 +20,20 @@ define make_venv
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 endef
 
+# $(call install,REQUIREMENTS): into .venv, under constraints.txt.
+define install
+	$(PIP) uv && $(UV) pip install -q --python $(PY) --compile-bytecode \
+		-c constraints.txt $(1) || $(PIP) $(1)
+endef
+
 $(RUN_STAMP): pyproject.toml constraints.txt
 	$(make_venv)
-	$(PIP) -e .
+	$(call install,-e .)
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(make_venv)
-	$(PIP) -e '.[dev]'
+	$(call install,-e '.[dev]')
 	touch $(RUN_STAMP) $(STAMP)
 
 lint: $(STAMP)
