@@ -55,7 +55,7 @@ def cmd_fold(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # Read like repair (spec/cli.md): the kept events stream into the fold (C5: the fold
         # itself validates nothing); only the four types it looks at are handed over.
         fold = ConsumedFold()
-        scan, _ = scan_live(args.file, strict=False, sink=fold.feed, sink_types=FOLD_TYPES)
+        scan, _ = scan_live(args.file, strict=False, sink=fold.feed_fields, sink_types=FOLD_TYPES)
         note_tail(args.file, scan, err)
         work = fold.result
     out.write(

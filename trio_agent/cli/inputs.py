@@ -31,6 +31,7 @@ from ..log import (
     scan_lines,
 )
 from ..log.lines import event_of_line
+from ..log.scan import Sink
 from .dsn import is_dsn, redact
 from .errors import BROKEN, REFUSED, UNREADABLE, CliError
 
@@ -203,7 +204,7 @@ def stream_log(
     f: BinaryIO,
     *,
     strict: bool,
-    sink: Callable[[Event], None] | None = None,
+    sink: Sink | None = None,
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
     lines: Iterable[bytes] | None = None,
@@ -245,7 +246,7 @@ def scan_live(
     path: str,
     *,
     strict: bool,
-    sink: Callable[[Event], None] | None = None,
+    sink: Sink | None = None,
     sink_types: Collection[str] | None = None,
     line_sink: Callable[[bytes], None] | None = None,
     read: Reader | None = None,

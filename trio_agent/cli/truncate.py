@@ -17,7 +17,7 @@ def cmd_truncate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     scan, live = scan_live(
         args.file,
         strict=False,
-        sink=truncation.feed,
+        sink=truncation.feed_fields,
         sink_types=TruncateFold.TYPES,
         line_sink=truncation.feed_line,
     )

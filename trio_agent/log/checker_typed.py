@@ -27,12 +27,10 @@ from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
-import orjson
 
 from .checker import _ANSWERED, _INTERRUPTED, _STREAMING, LogChecker
 from .checker_fast import FAST_TYPES
 from .codec import MAX_DEPTH, too_deep
-from .events import Event
 from .schema import MAX_INTEGER
 
 __all__ = [
@@ -43,8 +41,7 @@ __all__ = [
     "TYPED_ERRORS",
     "decode_typed",
     "feed_typed",
-    "typed_classes",
-    "typed_event",
+    "typed_kinds",
 ]
 
 # gc=False: these structs hold no cycles, and untracked objects spare the collector's count
@@ -112,8 +109,8 @@ _DECODER: Final = msgspec.json.Decoder(Union[(_Chunk, _Output, *_ACCEPT_DATA)])
 CHUNK_ENVELOPE: Final = _Chunk
 OUTPUT_ENVELOPE: Final = _Output
 ENVELOPE_TYPES: Final[Mapping[type, str]] = MappingProxyType(_TYPE_OF)
-#: The types whose data the structs hold (not as a dict): an event of these handed on as an
-#: :class:`Event` costs a second parse of its line (:func:`typed_event`).
+#: The types whose data the structs hold (not as a dict, and without the unknown keys a
+#: reader ignores): a reader that hands these events on as written parses their lines again.
 HOT_TYPES: Final = frozenset({"assistant/chunk", "tool/output"})
 #: What :func:`decode_typed` raises for a line the structs do not describe.
 TYPED_ERRORS: Final = (
@@ -163,16 +160,8 @@ def feed_typed(c: LogChecker, ev: Any, line: bytes) -> bool:
     return True
 
 
-def typed_classes(types: Collection[str] | None) -> frozenset[type]:
-    """The envelope classes of the event types ``types`` (of every type when ``None``), so
-    a reader tells an event's type from its class without a call per line."""
-    return frozenset(cls for cls, kind in _TYPE_OF.items() if types is None or kind in types)
-
-
-def typed_event(ev: Any, line: bytes) -> Event:
-    """The :class:`Event` of an accepted typed envelope: ``data`` as the line wrote it (a
-    struct drops the unknown keys a reader ignores, so the two hot types parse the line)."""
-    data = ev.data
-    if type(data) is not dict:
-        data = orjson.loads(line)["data"]
-    return Event(ev.seq, ev.time, _TYPE_OF[type(ev)], data)
+def typed_kinds(types: Collection[str]) -> dict[type, str]:
+    """The envelope classes of the event types ``types`` whose ``data`` is the dict the line
+    wrote (every type but :data:`HOT_TYPES`), each with its type, so a reader hands an
+    accepted envelope's fields on as written, telling its type from its class."""
+    return {cls: kind for cls, kind in _TYPE_OF.items() if kind in types and kind not in HOT_TYPES}

@@ -6,8 +6,8 @@ ever running (``dropped_unrun``) after the last turn that accounted for what it 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 import attrs
 
@@ -44,12 +44,16 @@ class ConsumedFold:
         self._stepped: set[int] = set()
         self._claimed: set[int] = set()
         self._open_turn: int | None = None
-        self._end: Event | None = None
+        self._end: tuple[int, int, Mapping[str, Any]] | None = None  # the seq, time, data
         self._dropped = False
 
     def feed(self, event: Event) -> None:
-        kind = event.type
-        data = event.data
+        """Fold one event."""
+        self.feed_fields(event.seq, event.time, event.type, event.data)
+
+    def feed_fields(self, seq: int, time: int, kind: str, data: Mapping[str, Any]) -> None:
+        """Fold one event given its fields, as a scan hands them to its sink
+        (:data:`~trio_agent.log.scan.Sink`): no :class:`Event` is built but the result's."""
         if kind == "turn/start":
             self._open_turn = data["turn"]
         elif kind == "step/start":
@@ -70,12 +74,13 @@ class ConsumedFold:
                 turn in self._claimed and data["reason"]["kind"] != "completed"
             )
             if accounts:  # C4
-                self._end = event
+                self._end = (seq, time, data)
                 self._dropped = False
 
     @property
     def result(self) -> ConsumedWork:
-        return ConsumedWork(self._end, self._dropped)
+        end = None if self._end is None else Event(*self._end[:2], "turn/end", self._end[2])
+        return ConsumedWork(end, self._dropped)
 
 
 def fold_consumed_work(events: Iterable[Event]) -> ConsumedWork:

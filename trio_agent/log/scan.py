@@ -13,7 +13,7 @@ spec/recovery.md §Torn tail and corruption:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import attrs
@@ -26,8 +26,7 @@ from .checker_typed import (
     TYPED_ERRORS,
     decode_typed,
     feed_typed,
-    typed_classes,
-    typed_event,
+    typed_kinds,
 )
 from .codec import decode_event, decode_header, event_from_json, too_deep
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
@@ -78,7 +77,9 @@ class Scan:
         return self.events[-1].time if self.events else 0
 
 
-Sink = Callable[[Event], None]
+#: Takes a kept event as its fields: ``seq``, ``time``, ``type`` and ``data`` as written. Not
+#: an :class:`Event`: a fold keeps few of the events it reads, and builds only those.
+Sink = Callable[[int, int, str, Mapping[str, Any]], None]
 
 
 @attrs.frozen
@@ -107,12 +108,13 @@ def scan_lines(
 
     ``lines`` yields the file's bytes cut after each newline, each line keeping its newline
     (iterating a binary file object does exactly this; only the last line may lack one).
-    ``sink``, when given, receives every kept event in order (only those whose type is in
-    ``sink_types``, when given), so a caller folds the log without holding it. The reading
-    rules are :func:`scan_log`'s (module docstring). ``line_sink``, when given, receives
-    the line (newline included) of every kept event, without decoding it again: the store
-    keeps a live session's log this way (:class:`~trio_agent.log.lines.EventLines`).
-    Memory is the checker's state plus one line, whatever the log's length.
+    ``sink``, when given, receives the fields of every kept event in order (only those whose
+    type is in ``sink_types``, when given; :data:`Sink`), so a caller folds the log without
+    holding it. The reading rules are :func:`scan_log`'s (module docstring). ``line_sink``,
+    when given, receives the line (newline included) of every kept event, without decoding
+    it again: the store keeps a live session's log this way
+    (:class:`~trio_agent.log.lines.EventLines`). Memory is the checker's state plus one
+    line, whatever the log's length.
     ``item_sink``, when given, receives for every kept event what the scan accepted it as:
     its typed envelope (:mod:`~trio_agent.log.checker_typed`) when the typed path took it,
     else its line (newline included); ``show`` renders the hot lines from the envelope
@@ -140,12 +142,14 @@ def scan_lines(
             raise HeaderError("the header line is incomplete (no newline)")
         raise HeaderError("the file is empty (no session header)")
     header = decode_header(first[:-1])
-    # The typed path pays for an event of a hot type handed to the sink with a second parse
-    # of its line (its structs drop the unknown keys the event keeps): only take it when the
-    # sink wants none of them.
+    # The structs of the hot types drop the unknown keys an event keeps, so a sink that
+    # takes them would pay a second parse of each of their lines: the typed path is only
+    # taken when the sink wants none of them, and then it hands on envelopes whose data
+    # is the dict as written.
     typed_pays = sink is None or (sink_types is not None and not HOT_TYPES & set(sink_types))
     typed, typed_errors, fast_typed = decode_typed, TYPED_ERRORS, feed_typed
-    sunk = typed_classes(sink_types)  # the envelope classes of the types the sink takes
+    # envelope class -> event type, for the types the sink takes
+    sunk = typed_kinds(sink_types) if typed_pays and sink_types is not None else {}
     fast = feed_fast
     feed = checker.feed
     loads = orjson.loads
@@ -166,7 +170,7 @@ def scan_lines(
                 pass
         if ev is not None and fast_typed(checker, ev, line):  # the hot path: most lines
             if sink is not None and type(ev) in sunk:
-                sink(typed_event(ev, line))
+                sink(ev.seq, ev.time, sunk[type(ev)], ev.data)
             if line_sink is not None:
                 line_sink(line)
             if item_sink is not None:
@@ -182,7 +186,7 @@ def scan_lines(
                 pass
         if obj is not _UNREADABLE and fast(checker, obj):  # the other shapes of valid events
             if sink is not None and (sink_types is None or obj["type"] in sink_types):
-                sink(Event(obj["seq"], obj["time"], obj["type"], obj["data"]))
+                sink(obj["seq"], obj["time"], obj["type"], obj["data"])
             if line_sink is not None:
                 line_sink(line)
             if item_sink is not None:
@@ -210,7 +214,7 @@ def scan_lines(
             tail = TornTail(line_no, offset, len(line) + rest, reason)
             break
         if sink is not None and (sink_types is None or event.type in sink_types):
-            sink(event)
+            sink(event.seq, event.time, event.type, event.data)
         if line_sink is not None:
             line_sink(line)
         if item_sink is not None:
@@ -249,7 +253,11 @@ def scan_log(data: bytes, *, strict: bool = True) -> Scan:
     This is :func:`scan_lines` keeping every event, for callers that need them in memory.
     """
     events: list[Event] = []
-    scan = scan_lines(lines_of(data), strict=strict, sink=events.append)
+
+    def keep(seq: int, time: int, kind: str, data: Mapping[str, Any]) -> None:
+        events.append(Event(seq, time, kind, data))
+
+    scan = scan_lines(lines_of(data), strict=strict, sink=keep)
     return Scan(scan.header, events, scan.checker, scan.tail)
 
 
@@ -284,6 +292,7 @@ __all__ = [
     "LineScan",
     "Resume",
     "Scan",
+    "Sink",
     "TornTail",
     "lines_of",
     "scan_lines",

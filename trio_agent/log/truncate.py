@@ -9,7 +9,7 @@ throw away.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -84,7 +84,7 @@ def truncate_open_turn(events: Sequence[Event]) -> TruncateReport:
 class TruncateFold:
     """:func:`truncate_open_turn` over a stream of lines, then :meth:`report`.
 
-    :func:`~trio_agent.log.scan.scan_lines` drives it: ``sink=fold.feed`` with
+    :func:`~trio_agent.log.scan.scan_lines` drives it: ``sink=fold.feed_fields`` with
     ``sink_types=TruncateFold.TYPES`` and ``line_sink=fold.feed_line``. It holds the lines
     from the open turn's ``turn/start`` on (the candidates for dropping; between turns, at
     most the last line), so a long log is accounted for in the memory of its longest turn,
@@ -95,19 +95,20 @@ class TruncateFold:
 
     __slots__ = ("_lines", "_open", "feed_line")
 
-    #: The events :meth:`feed` takes: a splice is the one type a log has between turns.
+    #: The events :meth:`feed_fields` takes: a splice is the one type a log has between turns.
     TYPES: ClassVar[frozenset[str]] = frozenset({"turn/start", "turn/end", "agent/inbox/spliced"})
 
     def __init__(self) -> None:
         self._lines: list[bytes] = []  # from the open turn's turn/start line on
         self._open = False
-        #: Takes the line of every kept event, in order, after :meth:`feed` took its event.
+        #: Takes the line of every kept event, in order, after :meth:`feed_fields` took its
+        #: event.
         self.feed_line = self._lines.append
 
-    def feed(self, event: Event) -> None:
-        """Each event's line comes next: a ``turn/start``'s opens the candidates; after a
+    def feed_fields(self, seq: int, time: int, kind: str, data: Mapping[str, Any]) -> None:
+        """Takes an event's fields as a scan hands them to its sink (only its type is read).
+        Each event's line comes next: a ``turn/start``'s opens the candidates; after a
         ``turn/end``, and for a splice between turns, nothing before it is one."""
-        kind = event.type
         if kind == "turn/start":
             self._open = True
         elif kind == "turn/end":
