@@ -27,6 +27,10 @@ class ConsumedWork:
         return None if self.end is None else self.end.seq
 
 
+# Bound once (an enum member read off its class is slow on Python 3.11, see splice.py).
+_INSERT: Final = SpliceKind.INSERT
+_DROP: Final = SpliceKind.DROP
+
 #: The only event types the fold looks at (C5: everything else changes nothing).
 FOLD_TYPES: Final = frozenset({"turn/start", "step/start", "agent/inbox/spliced", "turn/end"})
 
@@ -60,9 +64,9 @@ class ConsumedFold:
             self._stepped.add(data["turn"])
         elif kind == "agent/inbox/spliced":
             splice = splice_kind(data)
-            if splice is SpliceKind.INSERT:
+            if splice is _INSERT:
                 return  # C3: a pure insert consumes nothing
-            if splice is SpliceKind.DROP:
+            if splice is _DROP:
                 if not data["inserted"]:
                     self._dropped = True  # C3: a replacement keeps work pending; a removal drops
             elif self._open_turn is not None:
