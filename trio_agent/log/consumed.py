@@ -83,8 +83,10 @@ class ConsumedFold:
 
     @property
     def result(self) -> ConsumedWork:
-        end = None if self._end is None else Event(*self._end[:2], "turn/end", self._end[2])
-        return ConsumedWork(end, self._dropped)
+        if self._end is None:
+            return ConsumedWork(None, self._dropped)
+        seq, time, data = self._end
+        return ConsumedWork(Event(seq, time, "turn/end", data), self._dropped)
 
 
 def fold_consumed_work(events: Iterable[Event]) -> ConsumedWork:
