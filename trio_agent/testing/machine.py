@@ -35,7 +35,6 @@ run, crash and cancel points hit) accumulate in :data:`COVERAGE` and :data:`EXAM
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import shutil
 import tempfile
@@ -46,6 +45,7 @@ from typing import Any, ClassVar, Final
 
 import hypothesis.internal.conjecture.engine as hypothesis_engine
 import hypothesis.internal.conjecture.providers as hypothesis_providers
+import orjson
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings, strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -115,7 +115,9 @@ TRANSCRIPT_LINES: Final = 40
 
 
 def _compact(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"))
+    # orjson: the values came off the wire through it (or go onto it), and the transcript
+    # takes every request, entry and reply of every example, though a report shows its tail
+    text = orjson.dumps(value).decode()
     return text if len(text) <= 400 else text[:400] + "..."
 
 
@@ -226,8 +228,7 @@ class HarnessMachine(RuleBasedStateMachine):
             self.transcript.append("  " + _compact(entry))
         # The reply in full, its state included: the report shows what the checks compared.
         self.transcript.append(
-            "< "
-            + json.dumps({k: v for k, v in reply.items() if k != "journal"}, separators=(",", ":"))
+            "< " + orjson.dumps({k: v for k, v in reply.items() if k != "journal"}).decode()
         )
         if not reply.get("ok") and not reply.get("crashed"):
             # Every request the machine sends is valid in the state the world reported.
