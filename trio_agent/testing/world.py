@@ -91,6 +91,11 @@ _CANCEL_AT_ONCE: Final = (
 )
 #: Longest real time :meth:`World.settle` waits for a worker thread before looking again.
 _POLL: Final = 0.002
+#: How long (real seconds) a winding-down world must have been blocked before its virtual
+#: time jumps (:meth:`World.teardown`). Not 0: a world waiting for a worker thread (the
+#: writer's fsync) with no virtual deadline ahead is blocked too, and a zero threshold made
+#: the run loop poll without sleeping until the thread was back, hundreds of times a world.
+_TEARDOWN_JUMP: Final = 0.0005
 
 
 def _nothing() -> None:
@@ -292,8 +297,9 @@ class World:
         A port's bug may keep work alive through a cancel (a tool body the turn's cancel
         does not reach, say); the driver has already reported that, and the teardown must
         not hang on it: every waiting job and approval is answered, and while the world
-        winds down virtual time runs whenever everything is blocked (its sleeps, the
-        shutdown's bound), then stands still again for the next world."""
+        winds down virtual time runs whenever everything has been blocked for
+        :data:`_TEARDOWN_JUMP` (its sleeps, the shutdown's bound), then stands still again
+        for the next world."""
         self.dead = True
         self.ops.open_all()
         self.scope.cancel()
@@ -305,7 +311,7 @@ class World:
             await self.done.wait()
             return
         still = clock.autojump_threshold
-        clock.autojump_threshold = 0
+        clock.autojump_threshold = _TEARDOWN_JUMP
         try:
             await self.done.wait()
         finally:
