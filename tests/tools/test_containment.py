@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -258,6 +259,14 @@ async def test_kill_9_of_the_runtime_ends_the_namespace_and_recovery_says_so(
 USER = "trio-agent-test"
 
 
+def _closed_to_others(path: Path) -> Path | None:
+    """The first directory on the way to ``path`` that other users may not enter, if any."""
+    for directory in reversed((path, *path.parents)):
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            return directory
+    return None
+
+
 @pytest.fixture(scope="module")
 def unprivileged() -> Iterator[tuple[str, str, dict[str, str]]]:
     """A non-root user (created here if missing), a Python it can run, and an environment
@@ -281,6 +290,14 @@ def unprivileged() -> Iterator[tuple[str, str, dict[str, str]]]:
     if python is None:
         pytest.skip(f"no system {version} for a non-root user to run")
     site = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
+    for needed in (REPO, Path(site)):
+        closed = _closed_to_others(needed)
+        if closed is not None:  # else the user's runtime dies on its imports, unexplained
+            pytest.fail(
+                f"{closed} is closed to other users (mode {stat.filemode(closed.stat().st_mode)}),"
+                f" so {USER} cannot import {needed}: put the checkout where others can read",
+                pytrace=False,
+            )
     env = child_env(**{POLICY_VAR: "required"})
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "tests"), site])
     env["HOME"] = "/"
