@@ -7,6 +7,9 @@ temporary directory, and each contender runs in its own subprocess (CPU = user +
 peak RSS from that child's ``wait4``), round-robin:
 
 * ``trio-agent check`` of the log (the reference: it reads everything);
+* the floor: a process that only starts Python and imports trio, which any open of a trio
+  store pays before it reads a byte, and one that imports the store too: both the same for
+  every log size;
 * cold open, full scan: ``JsonlStore(checkpoint_every=None).open`` of a fresh copy;
 * cold open, checkpoint: ``JsonlStore(checkpoint_every=--tail).open`` of a fresh copy whose
   sidecar is the checkpoint the writer would have recorded last in the worst case: at the
@@ -39,7 +42,7 @@ from trio_agent.store.checkpoints import file_identity, record_checkpoint, sidec
 from trio_agent.store.fileops import FileOps
 from trio_agent.store.write_policy import CHECKPOINT_EVERY
 
-from .bench_files import Usage, run_child
+from .bench_files import Usage, rss_floor_mb, run_child
 from .biglog import make_log
 
 _OPEN = """
@@ -59,6 +62,9 @@ async def main():
 
 trio.run(main)
 """
+
+
+_IMPORTS = "import trio\nfrom trio_agent.store import JsonlStore\n"
 
 
 def write_checkpoint(log: Path, tail: int) -> int:
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
             copy = store / "bench" / "session.jsonl"
             contenders = {
                 "trio-agent check": [py, "-m", "trio_agent", "check", str(log)],
+                "python + import trio": [py, "-c", "import trio"],
+                "  + import the store": [py, "-c", _IMPORTS],
                 "cold open, full scan": [py, "-c", _OPEN, str(store), "bench", "off"],
                 "cold open, checkpoint": [py, "-c", _OPEN, str(store), "bench", str(args.tail)],
             }
@@ -158,6 +166,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"{(size - resumed) / 2**20:.1f} MiB before the end; it takes {sidecar:,} bytes"
             )
             check = best["trio-agent check"]
+            floor = rss_floor_mb()
+            print(f"  (a child's peak rss reads at least this process's own: {floor:.1f} MB)")
             for name, usage in best.items():
                 status = "" if usage.exit == 0 else f"  EXIT {usage.exit}"
                 print(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,12 @@ def run_child(argv: list[str], out: Path | None = None) -> Usage:
     return Usage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
 
 
+def rss_floor_mb() -> float:
+    """This process's peak RSS, MB: Linux records, at exec, the peak of the memory a child
+    shared with its parent at the fork, so no child's peak RSS reads below it."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench files")
     parser.add_argument("--turns", type=int, default=DEFAULT_TURNS)
@@ -145,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{ratio:5.2f}x {base_name.split()[0]}  peak rss {usage.rss_mb:7.1f} MB"
                 f" ({usage.rss_mb * 2**20 / size:4.2f}x file){status}"
             )
+        print(f"(a child's peak rss reads at least this process's own: {rss_floor_mb():.1f} MB)")
         if args.repeat > 1:
             print(f"single rounds (cpu s, and x {base_name.split()[0]} of the same round):")
             for name, _ in present:
