@@ -33,6 +33,10 @@ T = TypeVar("T")
 #: Real seconds a request may take before the harness calls it a hang.
 DEFAULT_TIMEOUT: Final = 120.0
 
+#: A call handed to the trio thread: the async function, its arguments, and where its
+#: outcome goes.
+_Job = tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], queue.SimpleQueue[tuple[bool, Any]]]
+
 
 class TrioThread:
     """One ``trio.run`` with a ``MockClock(rate=0)`` in a daemon thread.
@@ -50,9 +54,7 @@ class TrioThread:
         self.clock = host_clock()
         self._hold = hold
         self._held = False
-        self._calls: queue.Queue[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any]] = (
-            queue.Queue()
-        )
+        self._calls: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
@@ -91,10 +93,10 @@ class TrioThread:
     ) -> T:
         if self._crash is not None:
             raise AdapterError(f"the trio thread died: {self._crash!r}") from self._crash
-        box: queue.Queue[tuple[bool, Any]] = queue.Queue()
+        box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
 
         async def runner() -> None:
-            job: tuple[Callable[..., Awaitable[Any]], tuple[Any, ...], Any] = (fn, args, box)
+            job: _Job = (fn, args, box)
             while True:
                 call, call_args, answer = job
                 try:

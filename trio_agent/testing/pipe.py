@@ -77,7 +77,7 @@ class PipeAdapter:
         self._max_line = max_line
         self._max_reply = max_reply
         self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | _Overflow | None] = queue.Queue()
+        self._lines: queue.SimpleQueue[bytes | _Overflow | None] = queue.SimpleQueue()
         self._stderr: bytearray = bytearray()
         self._stderr_done: threading.Event | None = None
         self._last_stderr = ""
@@ -101,7 +101,7 @@ class PipeAdapter:
             env=env,
             start_new_session=True,  # its own process group: killed whole (spec/harness.md)
         )
-        lines: queue.Queue[bytes | _Overflow | None] = queue.Queue()
+        lines: queue.SimpleQueue[bytes | _Overflow | None] = queue.SimpleQueue()
         assert proc.stdout is not None and proc.stderr is not None
         out_fd, err_fd, limit = proc.stdout.fileno(), proc.stderr.fileno(), self._max_line
 
