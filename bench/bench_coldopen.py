@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         try:
             log = tmp / "session.jsonl"
             size, events = make_log(log, turns)
+            if size < 2 * args.tail:  # the checkpoint needs turns before the last --tail bytes
+                parser.error(f"--turns {turns}: {size:,} bytes, too few for --tail {args.tail}")
             store = tmp / "store"
             (store / "bench").mkdir(parents=True)
             copy = store / "bench" / "session.jsonl"
