@@ -51,7 +51,11 @@ lint: $(STAMP)
 # check-wheel run beside the suite, each with its output held in build/ and printed after:
 # the workers wait on subprocesses for part of their time, and these (single-threaded, or
 # mostly subprocesses themselves) fill that time instead of adding their own. All must pass.
+# The suite's temporary files (its sessions, stores, harness worlds, PostgreSQL clusters) go
+# to tmpfs when there is one with room (scripts/test-tmpdir.sh): an fsync there does not wait
+# for a virtual disk. TEST_TMPDIR=... puts them elsewhere.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_TMPDIR ?= $(shell bash scripts/test-tmpdir.sh)
 test: $(STAMP)
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-chromium.sh
@@ -60,7 +64,8 @@ test: $(STAMP)
 	@mkdir -p build
 	$(MAKE) --no-print-directory lint docs >build/lint-docs.log 2>&1 & checks=$$!; \
 	bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal; tests=$$?; \
+	TMPDIR=$(TEST_TMPDIR) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+		--dist worksteal; tests=$$?; \
 	wait $$checks; checks=$$?; wait $$wheel; wheel=$$?; \
 	cat build/lint-docs.log build/check-wheel.log; \
 	test $$tests = 0 -a $$checks = 0 -a $$wheel = 0
@@ -73,7 +78,8 @@ test-fast: $(STAMP)
 	bash scripts/ensure-bwrap.sh
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m compileall -q trio_agent
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal -m 'not slow'
+	TMPDIR=$(TEST_TMPDIR) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+		--dist worksteal -m 'not slow'
 
 # The documentation site (docs/conf.py): every page of the tree in Markdown plus the API
 # reference; a warning (a broken link or anchor among them) fails the build.
@@ -110,12 +116,12 @@ bench-big: $(STAMP)
 	$(PY) -m bench coldopen --turns 8000 32000 --repeat 3
 
 torture: $(STAMP)
-	TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
+	TMPDIR=$(TEST_TMPDIR) TRIO_AGENT_TORTURE_ROUNDS=2000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 # make test runs the harness on a fixed seed; fuzz explores with a fresh one (printed at the end).
 fuzz: $(STAMP)
 	TRIO_AGENT_HARNESS_SEED=$${TRIO_AGENT_HARNESS_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
-	TRIO_AGENT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
+	TMPDIR=$(TEST_TMPDIR) TRIO_AGENT_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q -p no:cacheprovider -m slow tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info
