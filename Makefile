@@ -51,9 +51,10 @@ lint: $(STAMP)
 # check-wheel run beside the suite, each with its output held in build/ and printed after:
 # the workers wait on subprocesses for part of their time, and these (single-threaded, or
 # mostly subprocesses themselves) fill that time instead of adding their own. All must pass.
-# The suite's temporary files (its sessions, stores, harness worlds, PostgreSQL clusters) go
-# to tmpfs when there is one with room (scripts/test-tmpdir.sh): an fsync there does not wait
-# for a virtual disk. TEST_TMPDIR=... puts them elsewhere.
+# The suite's temporary files (its sessions, stores, harness worlds, PostgreSQL clusters) and
+# check-wheel's (the build, the fresh venv) go to tmpfs when there is one with room
+# (scripts/test-tmpdir.sh): an fsync there does not wait for a virtual disk. TEST_TMPDIR=...
+# puts them elsewhere.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 TEST_TMPDIR ?= $(shell bash scripts/test-tmpdir.sh)
 test: $(STAMP)
@@ -63,7 +64,7 @@ test: $(STAMP)
 	$(PY) -m compileall -q trio_agent
 	@mkdir -p build
 	$(MAKE) --no-print-directory lint docs >build/lint-docs.log 2>&1 & checks=$$!; \
-	bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
+	TMPDIR=$(TEST_TMPDIR) bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
 	TMPDIR=$(TEST_TMPDIR) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 		--dist worksteal; tests=$$?; \
 	wait $$checks; checks=$$?; wait $$wheel; wheel=$$?; \
@@ -90,7 +91,7 @@ docs: $(STAMP)
 # The sdist and wheel, installed in a fresh venv outside the checkout (scripts/check-wheel.sh).
 .PHONY: check-wheel
 check-wheel: $(STAMP)
-	bash scripts/check-wheel.sh
+	TMPDIR=$(TEST_TMPDIR) bash scripts/check-wheel.sh
 
 demo: $(RUN_STAMP)
 	$(VENV)/bin/trio-agent demo all

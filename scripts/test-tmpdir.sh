@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Print the directory the test suite's temporary files go to (make test, make test-fast):
+# Print the directory for the temporary files of the test targets and check-wheel (Makefile):
 # /dev/shm when it is a tmpfs that everyone may write to (sticky, like /tmp) with 2 GiB free,
 # else $TMPDIR, or /tmp. On tmpfs an fsync returns at once; on a virtual disk each one waits
 # for the device and costs kernel time. No verdict rests on the device: every crash a test
