@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import IO
 
 import pytest
 import trio
@@ -133,6 +134,17 @@ async def test_the_suite_waits_at_its_allowance(tmp_path: Path) -> None:
         await proc.wait()
 
 
+def _unread(pipe: IO[bytes] | None) -> str:
+    """What is waiting in ``pipe`` now, without blocking (a grandchild may hold it open)."""
+    if pipe is None:
+        return ""
+    os.set_blocking(pipe.fileno(), False)
+    try:
+        return (pipe.read() or b"").decode(errors="replace")
+    except BlockingIOError:
+        return ""
+
+
 def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
     """``trio-agent demo kill --step``: the reader stays on every step before pressing Enter;
     the scenario still completes (exit 0, no error line)."""
@@ -168,7 +180,7 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
                 return prompts() >= n or proc.poll() is not None
 
             until_sync(prompted, period=0.01)
-            assert proc.poll() is None, out.decode(errors="replace")
+            assert proc.poll() is None, (out.decode(errors="replace"), _unread(proc.stderr))
             suites = [pid for pid, cmd in tagged(TAG_VAR, tag).items() if SUITE in cmd.split()]
             for pid in suites:
                 workdir = _cwd(pid)
@@ -188,6 +200,11 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        # On a failure the pipes are still open; left to the garbage collector, they fail
+        # whichever test runs next on this worker with a ResourceWarning.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     text = out.decode()
     assert proc.returncode == 0, (text[-2000:], err.decode())
     assert err == b""
