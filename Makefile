@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(RUN_STAMP) $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check trio_agent tests bench scripts docs/tutorial
+	$(VENV)/bin/ruff check trio_agent tests bench scripts docs/tutorial docs/conf.py spec/vectors
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts docs/tutorial
 	$(VENV)/bin/mypy --strict trio_agent
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh

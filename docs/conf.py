@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 project = "trio_agent"
 author = "the trio_agent developers"
-copyright = "2026, the trio_agent developers"  # noqa: A001 (Sphinx's name)
+copyright = "2026, the trio_agent developers"  # Sphinx's name for it shadows a builtin
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
 root_doc = "docs/index"

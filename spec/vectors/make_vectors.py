@@ -1766,9 +1766,9 @@ def numbers_turn(block_args: str, call_args: str) -> list[Any]:
     arguments are written exactly as given, then the result and the ends (seq 7-9)."""
     message = ('{"seq":5,"time":1050,"type":"assistant/message","data":{"turn":1,"step":1,'
                '"message":{"id":"a1.1","content":[{"type":"tool-call","id":"c1","name":"query",'
-               '"arguments":%s}]}}}' % block_args)
+               '"arguments":' + block_args + '}]}}}')
     dispatch = ('{"seq":6,"time":1060,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c1",'
-                '"name":"query","arguments":%s}}' % call_args)
+                '"name":"query","arguments":' + call_args + '}}')
     tail = [dict(ev, seq=7 + i, time=1070 + 10 * i) for i, ev in enumerate([res(1, 1, "c1", "[]"), se(1, 1), te(1)])]
     return [*opening(), message, dispatch, *tail]
 
