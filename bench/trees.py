@@ -106,4 +106,6 @@ def last_match(pattern: str, log: Path) -> str:
 
 
 def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
+    """``m:ss.s``; rounded first, so that 59.96 s reads 1:00.0 and not 0:60.0."""
+    tenths = round(seconds * 10)
+    return f"{tenths // 600}:{tenths % 600 / 10:04.1f}"
