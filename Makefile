@@ -40,6 +40,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check trio_agent tests bench scripts docs/tutorial docs/conf.py spec/vectors
 	$(VENV)/bin/ruff format --check trio_agent tests bench scripts docs/tutorial
 	$(VENV)/bin/mypy --strict trio_agent
+	MYPYPATH=tests $(VENV)/bin/mypy --strict bench
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
 	$(VENV)/bin/lint-imports --no-cache --config .importlinter
 

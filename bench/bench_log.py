@@ -37,14 +37,10 @@ def build_log(target: int) -> bytes:
     gen.emit(*build.turn_start(gen.turn))
     gen.claim(include_turn_item=True)
     gen.emit(*build.step_start(gen.turn, 1))
-    call = {
-        "type": "tool-call",
-        "id": "bench-call",
-        "name": "bash",
-        "arguments": {"command": "make"},
-    }
+    arguments = {"command": "make"}
+    call = {"type": "tool-call", "id": "bench-call", "name": "bash", "arguments": arguments}
     gen.emit(*build.assistant_message(gen.turn, 1, "bench-msg", [call]))
-    gen.emit(*build.tool_call(gen.turn, 1, "bench-call", "bash", call["arguments"]))
+    gen.emit(*build.tool_call(gen.turn, 1, "bench-call", "bash", arguments))
     parts.extend(encode_event(e) for e in gen.take())
     return b"".join(parts)
 
