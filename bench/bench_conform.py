@@ -19,9 +19,11 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from .trees import REPO, Tree, clone, dirty, drop, last_match, timed, workspace
+import attrs
 
-OUT = REPO / "bench" / "out"
+from .bench_files import run_child
+from .trees import OUT, Tree, clone, dirty, drop, last_match, timed, workspace
+
 #: conform's last line, e.g. ``303/303 vectors pass (...)``.
 VERDICT = r"^(\d+/\d+ vectors pass[^(]*)"
 HEADER = '{"type":"session","version":1,"id":"s","createdAt":1}\n'
@@ -47,16 +49,27 @@ def _start_cpu(python: Path, tree: Tree) -> float:
     log.write_text(HEADER)
     cpus = []
     for n in range(FLOOR_STARTS):
-        run = timed(
-            [str(python), "-m", "trio_agent", "check", str(log)], tree.path, Path("/dev/null")
-        )
-        if run.exit != 0:
-            raise SystemExit(f"bench: check of a one-line log exited {run.exit} (start {n + 1})")
-        cpus.append(run.cpu)
+        usage = run_child([str(python), "-m", "trio_agent", "check", str(log)])
+        if usage.exit != 0:
+            raise SystemExit(f"bench: check of a one-line log exited {usage.exit} (start {n + 1})")
+        cpus.append(usage.cpu)
     return statistics.median(cpus)
 
 
-def _measure(side: str, rev: str, space: Path) -> tuple[str, float, float, int, float, str]:
+@attrs.frozen
+class Conformed:
+    """One tree's conform run and its floor."""
+
+    rev: str
+    commit: str
+    wall: float
+    cpu: float
+    commands: int
+    start_cpu: float  # one ``check`` start, median
+    verdict: str
+
+
+def _measure(side: str, rev: str, space: Path) -> Conformed:
     tree = clone(rev, space)
     try:
         python = _prepare(tree)
@@ -75,7 +88,8 @@ def _measure(side: str, rev: str, space: Path) -> tuple[str, float, float, int, 
         run = timed([str(python), "-m", "trio_agent", "conform", "--", *port], tree.path, log)
         commands = len(counter.read_text().splitlines())
         verdict = last_match(VERDICT, log) if run.exit == 0 else f"exit {run.exit} ({log})"
-        return tree.commit[:10], run.wall, run.cpu, commands, _start_cpu(python, tree), verdict
+        start = _start_cpu(python, tree)
+        return Conformed(rev, tree.commit[:10], run.wall, run.cpu, commands, start, verdict)
     finally:
         drop(tree.path)
 
@@ -90,10 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     sides = [("old", args.old), ("new", args.new)] if args.old else [("new", args.new)]
     space = workspace()
-    rows = []
     try:
-        for side, rev in sides:
-            rows.append((rev, *_measure(side, rev, space)))
+        rows = [_measure(side, rev, space) for side, rev in sides]
     finally:
         drop(space)
     print(
@@ -102,12 +114,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("| verdict |")
     print("|---|---|---|---|---|---|---|")
-    for rev, commit, wall, cpu, commands, start, verdict in rows:
-        per = cpu / commands if commands else float("nan")
+    for r in rows:
+        per = r.cpu / r.commands if r.commands else float("nan")
         print(
-            f"| {rev} ({commit}) | {wall:.1f} s | {cpu:.1f} s | {commands} | {per * 1000:.0f} ms "
-            f"| {start * 1000:.0f} ms ({commands * start:.1f} s for all) | {verdict} |"
+            f"| {r.rev} ({r.commit}) | {r.wall:.1f} s | {r.cpu:.1f} s | {r.commands} "
+            f"| {per * 1000:.0f} ms | {r.start_cpu * 1000:.0f} ms "
+            f"({r.commands * r.start_cpu:.1f} s for all) | {r.verdict} |"
         )
     if len(rows) == 2:
-        (_, _, old_wall, old_cpu, *_), (_, _, new_wall, new_cpu, *_) = rows
-        print(f"\nnew / old: wall {new_wall / old_wall:.2f}x, CPU {new_cpu / old_cpu:.2f}x")
+        old, new = rows
+        print(f"\nnew / old: wall {new.wall / old.wall:.2f}x, CPU {new.cpu / old.cpu:.2f}x")

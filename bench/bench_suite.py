@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from .trees import REPO, Timed, clone, dirty, drop, last_match, minutes, timed, workspace
+from .trees import OUT, REPO, Timed, clone, dirty, drop, last_match, minutes, timed, workspace
 
-OUT = REPO / "bench" / "out"
 #: pytest's summary line, e.g. ``4608 passed, 4 skipped in 358.38s (0:05:58)``.
 SUMMARY = r"^(\d+ passed.*? in [\d.]+s)"
 

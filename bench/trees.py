@@ -23,6 +23,8 @@ import attrs
 
 #: The repository this bench belongs to.
 REPO = Path(__file__).resolve().parents[1]
+#: Where the benches keep their runs' output (ignored by git).
+OUT = REPO / "bench" / "out"
 
 
 @attrs.frozen
