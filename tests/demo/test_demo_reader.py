@@ -134,15 +134,15 @@ async def test_the_suite_waits_at_its_allowance(tmp_path: Path) -> None:
         await proc.wait()
 
 
-def _unread(pipe: IO[bytes] | None) -> str:
+def _unread(pipe: IO[bytes] | None) -> bytes:
     """What is waiting in ``pipe`` now, without blocking (a grandchild may hold it open)."""
     if pipe is None:
-        return ""
+        return b""
     os.set_blocking(pipe.fileno(), False)
     try:
-        return (pipe.read() or b"").decode(errors="replace")
+        return pipe.read() or b""
     except BlockingIOError:
-        return ""
+        return b""
 
 
 def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
@@ -162,16 +162,10 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
     assert proc.stdin is not None and proc.stdout is not None
     out = b""
     try:
-        os.set_blocking(proc.stdout.fileno(), False)
 
         def prompts() -> int:
             nonlocal out
-            try:
-                chunk = proc.stdout.read() if proc.stdout else None
-            except BlockingIOError:
-                chunk = None
-            if chunk:
-                out += chunk
+            out += _unread(proc.stdout)
             return out.count(b"[Enter] next")
 
         for n in range(1, len(SCENARIOS["kill"].steps) + 1):
@@ -180,7 +174,10 @@ def test_step_in_the_terminal_waits_for_its_reader(tmp_path: Path) -> None:
                 return prompts() >= n or proc.poll() is not None
 
             until_sync(prompted, period=0.01)
-            assert proc.poll() is None, (out.decode(errors="replace"), _unread(proc.stderr))
+            assert proc.poll() is None, (
+                out.decode(errors="replace"),
+                _unread(proc.stderr).decode(errors="replace"),
+            )
             suites = [pid for pid, cmd in tagged(TAG_VAR, tag).items() if SUITE in cmd.split()]
             for pid in suites:
                 workdir = _cwd(pid)
