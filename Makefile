@@ -54,8 +54,8 @@ lint: $(STAMP)
 # mostly subprocesses themselves) fill that time instead of adding their own. All must pass.
 # The suite's temporary files (its sessions, stores, harness worlds, PostgreSQL clusters) and
 # check-wheel's (the build, the fresh venv) go to tmpfs when there is one with room
-# (scripts/test-tmpdir.sh): an fsync there does not wait for a virtual disk. TEST_TMPDIR=...
-# puts them elsewhere.
+# (scripts/test-tmpdir.sh, asked once, so both use the same): an fsync there does not wait
+# for a virtual disk. TEST_TMPDIR=... puts them elsewhere.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 TEST_TMPDIR ?= $(shell bash scripts/test-tmpdir.sh)
 test: $(STAMP)
@@ -64,9 +64,10 @@ test: $(STAMP)
 	bash scripts/ensure-postgres.sh >/dev/null
 	$(PY) -m compileall -q trio_agent
 	@mkdir -p build
+	tmp=$(TEST_TMPDIR); \
 	$(MAKE) --no-print-directory lint docs >build/lint-docs.log 2>&1 & checks=$$!; \
-	TMPDIR=$(TEST_TMPDIR) bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
-	TMPDIR=$(TEST_TMPDIR) $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+	TMPDIR=$$tmp bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 & wheel=$$!; \
+	TMPDIR=$$tmp $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 		--dist worksteal; tests=$$?; \
 	wait $$checks; checks=$$?; wait $$wheel; wheel=$$?; \
 	cat build/lint-docs.log build/check-wheel.log; \
