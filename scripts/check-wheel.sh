@@ -3,9 +3,13 @@
 # and the wheel (python -m build; the wheel is built from the sdist), check their metadata
 # (twine check --strict), install the wheel into a fresh venv in a temporary directory and,
 # from there, run the commands a porter runs:
+#   - the installed package is the checkout's, file for file: its modules and its spec/
+#     (the vectors included) have the same bytes, and nothing is missing or extra;
 #   - the core install alone: `harness` says which extra it needs (one line, exit 2);
-#   - conform against the installed CLI (every vector shipped inside the wheel);
-#   - harness --examples 20 against the installed adapter (with the [harness] extra);
+#   - conform against the installed CLI, one vector of each kind (every command a kind
+#     needs, run from the install; the suite runs all of them on the same files);
+#   - harness --examples 3 against the installed adapter (with the [harness] extra): the
+#     rule scenarios, which exercise every rule, and three random examples;
 #   - demo esc, and the README's library quick start.
 # Usage: scripts/check-wheel.sh [PYTHON]   (default .venv/bin/python; needs build and twine,
 # which `pip install -e '.[dev]'` brings). Installs use the exact pins of constraints.txt.
@@ -44,6 +48,14 @@ TA=$WORK/venv/bin/trio-agent
 where=$("$VPY" -c 'import trio_agent; print(trio_agent.__file__)')
 case $where in "$WORK/venv/"*) ;; *) fail "trio_agent imported from $where, not the venv" ;; esac
 
+say "the installed package is the checkout's, file for file"
+# So the suite's runs on the checkout (every vector through the CLI, the harness's
+# searches) speak for the installed package too. Not shipped: bytecode, spec/'s generator.
+PKG=$(dirname "$where")
+diff -r -x __pycache__ -x spec "$ROOT/trio_agent" "$PKG" >"$WORK/diff" 2>&1 \
+    && diff -r -x __pycache__ -x make_vectors.py "$ROOT/spec" "$PKG/spec" >>"$WORK/diff" 2>&1 \
+    || { cat "$WORK/diff" >&2; fail "the installed package differs from the checkout"; }
+
 say "core install: harness names its extra"
 set +e
 "$TA" harness -- "$VPY" -m trio_agent.testing.adapter_server >"$WORK/out" 2>"$WORK/err"
@@ -52,13 +64,19 @@ set -e
 [[ $code == 2 && $(wc -l <"$WORK/err") == 1 ]] && grep -q "pip install 'trio-agent\[harness\]'" "$WORK/err" \
     || { cat "$WORK/out" "$WORK/err" >&2; fail "harness without Hypothesis: exit $code"; }
 
-say "conform -- trio-agent (installed)"
-"$TA" conform -- "$TA" >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "conform"; }
-tail -n 1 "$WORK/out"
+say "conform -- trio-agent (installed), one vector of each kind"
+"$TA" conform --list -- "$TA" >"$WORK/cases" || { cat "$WORK/cases" >&2; fail "conform --list"; }
+# --list prints "KIND/NAME" (and the rule) a line; the first case of each kind is kept.
+mapfile -t first < <(awk '{ kind = $1; sub("/.*", "", kind) } !(kind in seen) { seen[kind]; print $1 }' "$WORK/cases")
+only=()
+for case in "${first[@]}"; do only+=(--only "$case"); done
+"$TA" conform "${only[@]}" -- "$TA" >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "conform"; }
+n=${#first[@]}
+tail -n 1 "$WORK/out" | grep "^$n/$n vectors pass" || { cat "$WORK/out" >&2; fail "conform: not $n/$n"; }
 
-say "installing trio-agent[harness]; harness --examples 20 against the installed adapter"
+say "installing trio-agent[harness]; harness --examples 3 against the installed adapter"
 "$VPY" -m pip install -q "$WHEEL[harness]" 2>"$WORK/pip.log" || { cat "$WORK/pip.log" >&2; fail "pip install [harness]"; }
-"$TA" harness --examples 20 --seed 1 -- "$VPY" -m trio_agent.testing.adapter_server \
+"$TA" harness --examples 3 --seed 1 -- "$VPY" -m trio_agent.testing.adapter_server \
     >"$WORK/out" 2>&1 || { cat "$WORK/out" >&2; fail "harness"; }
 tail -n 1 "$WORK/out"
 
