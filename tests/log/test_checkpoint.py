@@ -165,6 +165,9 @@ def _resealed(cp: ck.Checkpoint, **changes: Any) -> bytes:
             }
         },
         {"callIds": ["c1", 2]},
+        {"callIds": "c1"},
+        {"approvalIds": [["a1"]]},
+        {"approvalIds": ["a1", True]},
     ],
     ids=[
         "negative-offset",
@@ -177,6 +180,9 @@ def _resealed(cp: ck.Checkpoint, **changes: Any) -> bytes:
         "third-queue",
         "message-id-twice",
         "call-id-not-a-string",
+        "call-ids-not-a-list",
+        "approval-id-a-list",
+        "approval-id-true",
     ],
 )
 def test_a_whole_sidecar_with_values_no_checker_holds_is_unsupported(

@@ -188,8 +188,8 @@ def decode(data: bytes) -> Checkpoint:
             last_turn=_typed(obj["lastTurn"], int),
             last_step=_typed(obj["lastStep"], int),
             last_time=_typed(obj["lastTime"], int),
-            call_ids=frozenset(_typed(c, str) for c in _typed(obj["callIds"], list)),
-            approval_ids=frozenset(_typed(a, str) for a in _typed(obj["approvalIds"], list)),
+            call_ids=_id_set(obj["callIds"]),
+            approval_ids=_id_set(obj["approvalIds"]),
             inbox={
                 t: tuple(_typed(m, dict) for m in _typed(q, list))
                 for t, q in _typed(obj["inbox"], dict).items()
@@ -233,6 +233,18 @@ def _typed(value: Any, kind: type[Any]) -> Any:
     if type(value) is not kind:
         raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def _id_set(value: Any) -> frozenset[str]:
+    """A list of ids as a set; ``TypeError`` unless every item is a string. The lists hold
+    every call and approval id of the prefix (31,766 on the 286 MB bench log), so the items
+    are typed in one pass of ``map`` over the set, not one call each."""
+    ids = frozenset(_typed(value, list))  # TypeError for an unhashable item
+    kinds = set(map(type, ids))
+    if not kinds <= {str}:
+        strange = sorted(k.__name__ for k in kinds - {str})
+        raise TypeError(f"expected ids as str, got {', '.join(strange)}")
+    return ids
 
 
 def verify(
