@@ -67,10 +67,12 @@ def test_the_tutorial_has_its_four_programs_and_quotes() -> None:
 
 @pytest.mark.parametrize(("name", "shown"), OUTPUTS, ids=[n for n, _ in OUTPUTS])
 def test_a_program_prints_what_the_tutorial_shows(name: str, shown: str, tmp_path: Path) -> None:
+    env = child_env(TMPDIR=str(tmp_path))  # each program's mkdtemp (its store) lands here
     done = subprocess.run(
         [sys.executable, str(ROOT / "docs" / "tutorial" / name)],
-        capture_output=True, text=True, cwd=tmp_path, env=child_env(), timeout=300, check=False,
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,
     )  # fmt: skip
+    assert list(tmp_path.glob("tmp*/*/session.jsonl")), "the program's store is not in tmp_path"
     assert done.returncode == 0, done.stderr
     assert _mask(done.stdout) == _mask(shown)
 
