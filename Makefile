@@ -44,9 +44,10 @@ lint: $(STAMP)
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
 	$(VENV)/bin/lint-imports --no-cache --config .importlinter
 
-# The suite runs on pytest-xdist workers, one more than the cores unless TEST_WORKERS says
+# The suite runs on pytest-xdist workers, two more than the cores unless TEST_WORKERS says
 # otherwise (a third of the tests' time is spent waiting on subprocesses: demo, conform,
-# browser, PostgreSQL; the extra worker fills it); worksteal evens out the long tests.
+# browser, PostgreSQL; the extra workers fill it; notes/2026-12-06-two-workers-more.md);
+# worksteal evens out the long tests.
 # compileall first: with PYTHONDONTWRITEBYTECODE set, every `python -m trio_agent` a test
 # starts would otherwise compile the package from source again. The lint, the docs site and
 # check-wheel run beside the suite, each with its output held in build/ and printed after:
@@ -56,7 +57,7 @@ lint: $(STAMP)
 # check-wheel's (the build, the fresh venv) go to tmpfs when there is one with room
 # (scripts/test-tmpdir.sh, asked once, so both use the same): an fsync there does not wait
 # for a virtual disk. TEST_TMPDIR=... puts them elsewhere.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 TEST_TMPDIR ?= $(shell bash scripts/test-tmpdir.sh)
 test: $(STAMP)
 	bash scripts/ensure-bwrap.sh
