@@ -72,9 +72,9 @@ def test_a_program_prints_what_the_tutorial_shows(name: str, shown: str, tmp_pat
         [sys.executable, str(ROOT / "docs" / "tutorial" / name)],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,
     )  # fmt: skip
-    assert list(tmp_path.glob("tmp*/*/session.jsonl")), "the program's store is not in tmp_path"
     assert done.returncode == 0, done.stderr
     assert _mask(done.stdout) == _mask(shown)
+    assert list(tmp_path.glob("tmp*/*/session.jsonl")), "the program's store is not in tmp_path"
 
 
 def test_a_program_block_is_the_programs_own_lines() -> None:
