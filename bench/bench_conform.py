@@ -44,12 +44,14 @@ def _prepare(tree: Tree) -> Path:
 
 
 def _start_cpu(python: Path, tree: Tree) -> float:
-    """Median CPU of one ``python -m trio_agent check`` of a one-line log."""
+    """Median CPU of one ``python -m trio_agent check`` of a one-line log, run in the tree:
+    ``-m`` puts the working directory first on ``sys.path``, so from anywhere else it would
+    start that directory's package, not the tree's."""
     log = tree.path / "one-line.jsonl"
     log.write_text(HEADER)
     cpus = []
     for n in range(FLOOR_STARTS):
-        usage = run_child([str(python), "-m", "trio_agent", "check", str(log)])
+        usage = run_child([str(python), "-m", "trio_agent", "check", str(log)], cwd=tree.path)
         if usage.exit != 0:
             raise SystemExit(f"bench: check of a one-line log exited {usage.exit} (start {n + 1})")
         cpus.append(usage.cpu)

@@ -84,12 +84,12 @@ class Usage:
     exit: int
 
 
-def run_child(argv: list[str], out: Path | None = None) -> Usage:
-    """Run ``argv`` with output discarded, or written to the file ``out`` (``show``: the
-    timeline's cost includes writing it, as a user redirecting it pays); its own rusage from
-    ``wait4``."""
+def run_child(argv: list[str], out: Path | None = None, cwd: Path | None = None) -> Usage:
+    """Run ``argv`` (in ``cwd``, default this process's) with output discarded, or written to
+    the file ``out`` (``show``: the timeline's cost includes writing it, as a user
+    redirecting it pays); its own rusage from ``wait4``."""
     with open(out, "wb") if out is not None else open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Usage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
