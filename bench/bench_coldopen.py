@@ -21,10 +21,11 @@ peak RSS from that child's ``wait4``), round-robin:
 Each open holds the live session (repaired: it appends the closers) and prints its event
 count, so the three agree on the log they read, and the CPU of the open's own work (the
 process's rusage, every thread): from the call to ``store.open`` until the store's
-``async with`` has closed the session. Closing is part of it: the writer records there the
-checkpoint the open made due (the worst case's new checkpoint, about as costly as the
-sidecar's decode), then unlocks. The rest of an open's process is the interpreter's start-up
-and the imports of trio and the store, which do not depend on the session.
+``async with`` has closed the session. The writer's task records the checkpoint the open
+made due (the worst case's new checkpoint, about as costly as the sidecar's decode) in the
+background as soon as the call returns, and closing waits for it, then unlocks. The rest of
+an open's process is the interpreter's start-up and the imports of trio and the store, which
+do not depend on the session.
 """
 
 from __future__ import annotations
