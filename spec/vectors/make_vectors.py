@@ -2028,6 +2028,54 @@ checkpoint(
 )
 
 
+# A sidecar is read as a log line is (log.md §Torn tail, §Values): JSON a log line could not be
+# is torn. Each of these is whole to a lenient reader (its digest is the one such a reader
+# computes), and one that parses with Python's json either uses it or fails on it.
+
+
+def with_odd_value(value: Any) -> dict[str, Any]:
+    """CP_BODY with ``value`` under an extension key of the queued message m2."""
+    return {**CP_BODY, "inbox": {"next-step": [], "next-turn": [{**m("m2"), "x": value}]}}
+
+
+def nested(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def lone_surrogate_sidecar() -> str:
+    """The sidecar with ``"\\ud800"`` as m2's extension value, its digest over the bytes as
+    written (the escape, six characters): a lone surrogate has no UTF-8 form to hash."""
+    def escaped(body: dict[str, Any]) -> str:
+        return canonical(body).replace('"LONE"', '"\\ud800"')
+
+    body = with_odd_value("LONE")
+    return escaped({**body, "digest": sha(escaped(body))})
+
+
+checkpoint(
+    "torn-nan",
+    "m2 carries NaN under an extension key; the digest is over the rest as Python's json "
+    "writes it (NaN). NaN is not JSON (log.md §Torn tail): the sidecar is torn, full scan.",
+    CP_LOG, sidecar(with_odd_value(float("nan"))), {"refused": "torn", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "torn-lone-surrogate",
+    "m2 carries an escaped lone surrogate under an extension key, the digest over the bytes "
+    "as written. It names no Unicode character, so it is not JSON (log.md §Torn tail): torn, "
+    "full scan, never an error.",
+    CP_LOG, lone_surrogate_sidecar(), {"refused": "torn", "closers": CP_CLOSERS},
+)
+checkpoint(
+    "torn-nested-too-deep",
+    "m2 carries 97 nested arrays under an extension key: the sidecar nests 101 levels, one more "
+    "than a log line may (log.md §Values), where the splice that queued m2 would itself have "
+    "been too deep. Torn, full scan.",
+    CP_LOG, sidecar(with_odd_value(nested(97))), {"refused": "torn", "closers": CP_CLOSERS},
+)
+
 # ===========================================================================================
 
 

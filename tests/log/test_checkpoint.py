@@ -7,6 +7,7 @@ import hashlib
 import json
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, strategies as st
 from support.checker_state import checker_state
@@ -214,4 +215,82 @@ def test_a_state_that_is_not_that_of_its_lines_is_mismatched(changes: dict[str, 
             last_line=lines[point],
             file_id="1:2",
         )
+    assert info.value.reason == ck.MISMATCHED
+
+
+# -- reading a sidecar as a log line is read (spec/persistence.md §5.1, log.md §Torn tail) ---
+
+
+def _odd_sidecar(value_json: bytes) -> bytes:
+    """A sidecar of :func:`_log`'s checkpoint with ``value_json`` (raw bytes) under an
+    extension key of a queued message, its digest over the bytes as written, as a reader
+    that hashed what it was given would compute it."""
+    _lines, cp = _log()
+    body = json.loads(ck.encode(cp))
+    del body["digest"]
+    body["inbox"]["next-turn"] = [{"id": "m9", "text": "hi", "source": "user", "x": "ODD"}]
+    raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    raw = raw.replace(b'"ODD"', value_json)
+    digest = hashlib.sha256(raw).hexdigest().encode()
+    return raw.replace(b'{"approvalIds"', b'{"digest":"' + digest + b'","approvalIds"', 1) + b"\n"
+
+
+@pytest.mark.parametrize(
+    "value_json",
+    [
+        b"NaN",
+        b"-Infinity",
+        b'"\\ud800"',
+        b'"\\udc00\\ud800"',
+        b"[" * 97 + b"]" * 97,
+        b"[" * 100_000,
+    ],
+    ids=["nan", "infinity", "lone-high", "swapped-pair", "101-levels", "100000-levels"],
+)
+def test_json_no_log_line_could_hold_is_torn_and_never_an_error(value_json: bytes) -> None:
+    """Python's json takes NaN and lone surrogates (and then cannot write the latter as UTF-8
+    to check the digest), and runs out of stack on deep nesting: none of it reaches here."""
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.decode(_odd_sidecar(value_json))
+    assert info.value.reason == ck.TORN
+
+
+def test_the_odd_sidecar_is_whole_but_for_its_odd_value() -> None:
+    """The helper above makes sidecars that only their value spoils: with a plain one, it is
+    used."""
+    decoded = ck.decode(_odd_sidecar(b"[[1]]"))
+    assert decoded.inbox["next-turn"][0]["x"] == [[1]]
+
+
+@given(st.binary(max_size=300) | st.builds(lambda b, i: b[:i], st.just(b""), st.integers()))
+def test_any_bytes_decode_or_are_refused(data: bytes) -> None:
+    try:
+        ck.decode(data)
+    except ck.CheckpointRefused as refused:
+        assert refused.reason in (ck.TORN, ck.UNSUPPORTED)
+
+
+@given(st.data())
+def test_any_damage_to_a_sidecar_is_refused_or_changes_nothing(data: st.DataObject) -> None:
+    _lines, cp = _log()
+    good = bytearray(ck.encode(cp))
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        at = data.draw(st.integers(0, len(good) - 1), label="at")
+        good[at] = data.draw(st.sampled_from(b'"\\[]{}:,0aN\xff\n'), label="byte")
+    try:
+        decoded = ck.decode(bytes(good))
+    except ck.CheckpointRefused as refused:
+        assert refused.reason in (ck.TORN, ck.UNSUPPORTED)
+    else:  # only an edit that leaves the same value can keep the digest right
+        assert decoded == cp
+
+
+def test_a_line_too_deep_for_python_s_json_is_mismatched_not_an_error() -> None:
+    """verify reads the header and the line at the offset once their digests match: a
+    sidecar written for such lines (by another program) is refused, never a crash."""
+    _lines, cp = _log()
+    deep = b"[" * 100_000 + b"\n"
+    odd = attrs.evolve(cp, header_line=ck.line_digest(deep), last_line=ck.line_digest(deep))
+    with pytest.raises(ck.CheckpointRefused) as info:
+        ck.verify(odd, size=cp.offset, header_line=deep, last_line=deep, file_id="1:2")
     assert info.value.reason == ck.MISMATCHED

@@ -9,8 +9,11 @@ fencing for PostgreSQL) is tested in test_jsonl.py and test_postgres.py.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
+from collections.abc import Callable
 
 import pytest
 import trio
@@ -531,3 +534,37 @@ async def test_a_checkpoint_whose_last_line_was_rewritten_means_reading_every_ev
     assert "resumed" not in said and "checkpoint not used (mismatched:" in said
     assert events[-1].data["reason"]["kind"] == "interrupted"
     assert check_events(events).balanced
+
+
+def _odd_value(value: bytes) -> Callable[[bytes], bytes]:
+    """A checkpoint with ``value`` (raw JSON text) as its session id, the digest over the
+    bytes as written: whole to a reader that hashed what it was given."""
+
+    def change(body: bytes) -> bytes:
+        head, _, rest = body.partition(b'"digest":"')
+        rest = rest[rest.index(b'"') + 2 :]  # the digest's value and the comma after it
+        odd = re.sub(rb'"session":"[^"]*"', lambda _: b'"session":' + value, head + rest)
+        digest = hashlib.sha256(odd.rstrip(b"\n")).hexdigest().encode()
+        return odd.replace(b'"fileId"', b'"digest":"' + digest + b'","fileId"', 1)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"NaN", b'"\\ud800"', b"[" * 100_000 + b"]" * 100_000],
+    ids=["nan", "lone-surrogate", "nested-100000-levels"],
+)
+async def test_a_checkpoint_no_log_line_could_be_means_reading_every_event(
+    any_store: StoreKit, caplog: pytest.LogCaptureFixture, value: bytes
+) -> None:
+    """A checkpoint is read as a log line is (spec/persistence.md §5.1): what Python's json
+    would take (NaN, a lone surrogate) or run out of stack on (deep nesting) is torn, and
+    the open reads every event instead of failing."""
+    await _long_session(any_store, "a", 30)
+    await _long_session(any_store, "b", 30)
+    any_store.replace_checkpoint("a", _odd_value(value))
+    events, said = await _reopen(any_store, "a", caplog)
+    assert "resumed" not in said and "checkpoint not used (torn:" in said
+    scanned, _ = await _reopen(any_store, "b", caplog, every=None)
+    assert lines(events) == lines(scanned)

@@ -20,7 +20,8 @@ middle of the prefix, but verifying it needs reading the prefix, which is what a
 avoids; the same goes for every scheme that checks more than a bounded number of bytes.
 
 The encoding is one line of JSON with a ``digest`` over the rest (canonical JSON: sorted keys,
-no spaces, UTF-8), so a torn or garbled sidecar is told apart from a stale one.
+no spaces, UTF-8), so a torn or garbled sidecar is told apart from a stale one. A sidecar is
+read as a log line is (spec/log.md §Torn tail): JSON that a log line could not be is torn.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from .checker import LogChecker
+from .codec import MAX_DEPTH, too_deep
 from .schema import DATA_VALIDATORS, MAX_INTEGER, SchemaError
 
 #: The ``format`` value of this version of the checkpoint encoding.
@@ -166,10 +169,9 @@ class CheckpointRefused(ValueError):
 def decode(data: bytes) -> Checkpoint:
     """Parse a sidecar's bytes; raises :class:`CheckpointRefused` (``torn`` or
     ``unsupported``) for anything but an intact checkpoint of this format."""
-    try:
-        obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise CheckpointRefused(TORN, "not one JSON object") from None
+    obj = _read_json(data)
+    if obj is None:
+        raise CheckpointRefused(TORN, "not one JSON object (as a log line reads it)")
     if not isinstance(obj, dict) or not isinstance(obj.get("digest"), str):
         raise CheckpointRefused(TORN, "no digest")
     digest = obj.pop("digest")
@@ -287,12 +289,22 @@ def verify(
         )
 
 
+def _read_json(data: bytes) -> Any:
+    """The JSON value of one line, read as a log line is (spec/log.md §Torn tail): ``None``
+    when it is not JSON, nests deeper than :data:`MAX_DEPTH` levels, or holds what only a
+    lenient reader takes (invalid UTF-8, an escaped lone surrogate, a byte order mark,
+    ``NaN``). Python's ``json`` takes the last three, and runs out of stack on deep nesting."""
+    if too_deep(data, MAX_DEPTH):
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def _member(line: bytes, *path: str) -> Any:
     """The value at ``path`` in the JSON object of ``line``, or None."""
-    try:
-        value: Any = json.loads(line)
-    except ValueError:
-        return None
+    value = _read_json(line)
     for key in path:
         if type(value) is not dict:
             return None

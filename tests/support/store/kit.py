@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,23 @@ class StoreKit:
             conn.execute(
                 "UPDATE trio_agent_event SET line = %s WHERE session_id = %s AND seq = %s",
                 (line, sid, index),
+            )
+
+    def replace_checkpoint(self, sid: str, change: Callable[[bytes], bytes]) -> None:
+        """Replace the session's checkpoint (JSONL: its sidecar; PostgreSQL: its row's body)
+        with ``change`` of it, behind the store's back (damage)."""
+        if self.kind == "jsonl":
+            path = Path(self.where) / escape_id(sid) / "session.jsonl.checkpoint"
+            path.write_bytes(change(path.read_bytes()))
+            return
+        with psycopg.connect(self.where, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT body FROM trio_agent_checkpoint WHERE session_id = %s", (sid,)
+            ).fetchone()
+            assert row is not None, sid
+            conn.execute(
+                "UPDATE trio_agent_checkpoint SET body = %s WHERE session_id = %s",
+                (change(bytes(row[0])), sid),
             )
 
     def durable(self, sid: str) -> list[bytes]:
