@@ -294,3 +294,33 @@ def test_a_line_too_deep_for_python_s_json_is_mismatched_not_an_error() -> None:
     with pytest.raises(ck.CheckpointRefused) as info:
         ck.verify(odd, size=cp.offset, header_line=deep, last_line=deep, file_id="1:2")
     assert info.value.reason == ck.MISMATCHED
+
+
+# -- the canonical form: orjson where it writes what json writes -----------------------------
+
+_JSON_TEXT = st.text(st.characters(exclude_categories=["Cs"]))
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_the_canonical_form_is_json_s_for_every_value(value: Any) -> None:
+    """The readable definition (spec/persistence.md §5.1) against the fast path: the same
+    bytes for every JSON value, floats and integers beyond 64 bits included."""
+    readable = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert ck._canonical(value) == readable.encode()
+
+
+def test_ids_are_sets_whatever_their_order() -> None:
+    _lines, cp = _log()
+    assert len(cp.call_ids) > 1
+    shuffled = attrs.evolve(cp, call_ids=tuple(reversed(cp.call_ids)))
+    assert shuffled == cp
+    assert ck.encode(shuffled) == ck.encode(cp)

@@ -139,8 +139,11 @@ class LogChecker:
         self._last_step = 0
         self._phase: Phase = _INPUT
         self._calls: dict[str, _Call] = {}
-        self._call_ids: set[str] = set()  # every tool-call id of the log (I10)
-        self._approval_ids: set[str] = set()
+        # Every tool-call id (I10) and approval id (I12) of the log, as ordered sets (dicts of
+        # None): in the order accepted, so that after a restore from a checkpoint (its ids
+        # sorted) the next checkpoint's sort meets one sorted run and the tail's few ids.
+        self._call_ids: dict[str, None] = {}
+        self._approval_ids: dict[str, None] = {}
         self._open_approvals: dict[str, str] = {}  # approval id -> call id
         self._repairing = False  # a repair placeholder was written in the open turn (I17)
         self._handlers: dict[str, Callable[[Event], Callable[[], None] | None]] = {
@@ -361,12 +364,12 @@ class LogChecker:
             raise LogViolation(
                 "I9", event.seq, "an interrupted assistant/message must not carry tool-call blocks"
             )
-        ids: set[str] = set()
+        ids: dict[str, None] = {}
         for block in blocks:
             cid = block["id"]
             if cid in self._call_ids or cid in ids:
                 raise LogViolation("I10", event.seq, f"tool-call id {cid!r} is already used")
-            ids.add(cid)
+            ids[cid] = None
 
         def commit() -> None:
             self._phase = _INTERRUPTED if interrupted else _ANSWERED
@@ -399,7 +402,7 @@ class LogChecker:
             )
 
         def commit() -> None:
-            self._approval_ids.add(aid)
+            self._approval_ids[aid] = None
             self._open_approvals[aid] = data["callId"]
             call.approval = "asked"
 

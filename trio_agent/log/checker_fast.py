@@ -241,12 +241,12 @@ def _assistant_message(c: LogChecker, data: dict[str, Any]) -> bool:
         if interrupted:  # I9
             return False
         used = c._call_ids
-        ids: set[str] = set()
+        ids: dict[str, None] = {}
         for block in blocks:  # I10
             cid = block["id"]
             if cid in used or cid in ids:
                 return False
-            ids.add(cid)
+            ids[cid] = None
         used.update(ids)
     c._phase = _INTERRUPTED if interrupted else _ANSWERED
     c._calls = {b["id"]: _Call(b["name"], b["arguments"]) for b in blocks}
@@ -268,7 +268,7 @@ def _approval_asked(c: LogChecker, data: dict[str, Any]) -> bool:
         or data["toolName"] != call.name
     ):
         return False
-    c._approval_ids.add(aid)
+    c._approval_ids[aid] = None
     c._open_approvals[aid] = cid
     call.approval = "asked"
     return True

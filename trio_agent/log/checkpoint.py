@@ -75,10 +75,12 @@ class Checkpoint:
     #: so it does not change what is accepted, but it is kept for an exact state).
     last_step: int
     last_time: int
-    #: Sets, not lists: :func:`take` copies the checker's sets as they are (cheap, on the
-    #: appending thread), and :func:`encode` sorts them (on the writer's thread).
-    call_ids: frozenset[str]
-    approval_ids: frozenset[str]
+    #: Sets (no id twice, compared as sets) held in the order the checker accepted them (a
+    #: decoded checkpoint's in the sidecar's order, sorted): :func:`take` copies them as they
+    #: are (cheap, on the appending thread) and :func:`encode` sorts them (on the writer's
+    #: thread), which after a restore is one sorted run and the tail's few ids.
+    call_ids: tuple[str, ...] = attrs.field(eq=frozenset)
+    approval_ids: tuple[str, ...] = attrs.field(eq=frozenset)
     #: The inbox queues, ``{target: [message, ...]}`` (spec/log.md §agent/inbox/spliced).
     inbox: Mapping[str, tuple[Mapping[str, Any], ...]]
 
@@ -106,8 +108,8 @@ def take(
         last_turn=checker.last_turn,
         last_step=checker._last_step,
         last_time=checker.last_time,
-        call_ids=frozenset(checker._call_ids),
-        approval_ids=frozenset(checker._approval_ids),
+        call_ids=tuple(checker._call_ids),
+        approval_ids=tuple(checker._approval_ids),
         inbox={t: tuple(q) for t, q in checker.inbox.queues.items()},
     )
 
@@ -120,8 +122,8 @@ def restore(cp: Checkpoint) -> LogChecker:
     checker.last_turn = cp.last_turn
     checker._last_step = cp.last_step
     checker.last_time = cp.last_time
-    checker._call_ids = set(cp.call_ids)
-    checker._approval_ids = set(cp.approval_ids)
+    checker._call_ids = dict.fromkeys(cp.call_ids)
+    checker._approval_ids = dict.fromkeys(cp.approval_ids)
     for target, queue in cp.inbox.items():
         checker.inbox.queues[target] = list(queue)
         checker.inbox._ids.update(m["id"] for m in queue)
@@ -147,7 +149,35 @@ def _body(cp: Checkpoint) -> dict[str, Any]:
 
 
 def _canonical(obj: Any) -> bytes:
+    """``obj`` written canonically (spec/persistence.md §5.1): members sorted by name at every
+    level, no white space, UTF-8 (nothing escaped to ASCII), numbers as Python's ``json``
+    writes them. orjson writes the same bytes, faster (tests/log/test_checkpoint.py holds it
+    to that), for every value but a float, which it may spell otherwise (``1e-7`` for
+    ``1e-07``), and an integer beyond 64 bits, which it refuses."""
+    if not _holds_float(obj):
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits
+            pass
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a float is anywhere in ``value``. A list of ids is one pass of ``map``."""
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is dict:
+        return any(map(_holds_float, value.values()))
+    if kind is list or kind is tuple:
+        kinds = set(map(type, value))
+        if float in kinds:
+            return True
+        return not kinds.isdisjoint(_CONTAINERS) and any(map(_holds_float, value))
+    return False
 
 
 def encode(cp: Checkpoint) -> bytes:
@@ -190,8 +220,8 @@ def decode(data: bytes) -> Checkpoint:
             last_turn=_typed(obj["lastTurn"], int),
             last_step=_typed(obj["lastStep"], int),
             last_time=_typed(obj["lastTime"], int),
-            call_ids=_id_set(obj["callIds"]),
-            approval_ids=_id_set(obj["approvalIds"]),
+            call_ids=_ids(obj["callIds"]),
+            approval_ids=_ids(obj["approvalIds"]),
             inbox={
                 t: tuple(_typed(m, dict) for m in _typed(q, list))
                 for t, q in _typed(obj["inbox"], dict).items()
@@ -237,11 +267,11 @@ def _typed(value: Any, kind: type[Any]) -> Any:
     return value
 
 
-def _id_set(value: Any) -> frozenset[str]:
-    """A list of ids as a set; ``TypeError`` unless every item is a string. The lists hold
-    every call and approval id of the prefix (31,766 on the 286 MB bench log), so the items
-    are typed in one pass of ``map`` over the set, not one call each."""
-    ids = frozenset(_typed(value, list))  # TypeError for an unhashable item
+def _ids(value: Any) -> tuple[str, ...]:
+    """A list of ids as a set, in the list's order; ``TypeError`` unless every item is a
+    string. The lists hold every call and approval id of the prefix (31,766 on the 286 MB
+    bench log), so the items are typed in one pass of ``map``, not one call each."""
+    ids = tuple(dict.fromkeys(_typed(value, list)))  # TypeError for an unhashable item
     kinds = set(map(type, ids))
     if not kinds <= {str}:
         strange = sorted(k.__name__ for k in kinds - {str})
