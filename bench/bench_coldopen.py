@@ -18,6 +18,10 @@ peak RSS from that child's ``wait4``), round-robin:
   being due again, records a new one at the end (its cost counts). The sidecar is made
   before the timed run (by the same pure ``take`` the writer calls) and is not part of it.
 
+With ``--old REV`` the checkpointed open and the store's import also run from a fresh clone of
+an older tree (bench/trees.py; its bytecode compiled first, as ``make bench-big`` does for
+this one), in the same rounds, on the same copy and sidecar: the two trees side by side.
+
 Each open holds the live session (repaired: it appends the closers) and prints its event
 count, so the three agree on the log they read, and the CPU of the open's own work (the
 process's rusage, every thread): from the call to ``store.open`` until the store's
@@ -47,6 +51,7 @@ from trio_agent.store.write_policy import CHECKPOINT_EVERY
 
 from .bench_files import Usage, rss_floor_mb, run_child
 from .biglog import make_log
+from .trees import Tree, clone, drop, workspace
 
 _OPEN = """
 import resource, sys, trio
@@ -131,7 +136,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, nargs="+", default=[2000, 8000])
     parser.add_argument("--tail", type=int, default=CHECKPOINT_EVERY)
     parser.add_argument("--repeat", type=int, default=1, help="best of N for each contender")
+    parser.add_argument("--old", help="an older tree to open beside (a commit, tag or branch)")
     args = parser.parse_args(argv if argv is not None else [])
+    space = workspace() if args.old else None
+    try:
+        old = None if space is None else _old_tree(args.old, space)
+        _measure(args, old)
+    finally:
+        if space is not None:
+            drop(space)
+
+
+def _old_tree(rev: str, space: Path) -> Tree:
+    """A clone of ``rev``, compiled, whose package a child started in it imports."""
+    tree = clone(rev, space)
+    compile_all = [sys.executable, "-m", "compileall", "-q", "trio_agent"]
+    subprocess.run(compile_all, cwd=tree.path, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import trio_agent; print(trio_agent.__file__)"],
+        cwd=tree.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    if not where.startswith(str(tree.path)):
+        raise SystemExit(f"bench: a child in {tree.path} imports {where.strip()}, not the clone")
+    return tree
+
+
+def _measure(args: argparse.Namespace, old: Tree | None) -> None:
     py = sys.executable
     rows: list[tuple[int, int, dict[str, Usage], dict[str, float]]] = []
     for turns in args.turns:
@@ -140,28 +173,32 @@ def main(argv: list[str] | None = None) -> None:
             log = tmp / "session.jsonl"
             size, events = make_log(log, turns)
             if size < 2 * args.tail:  # the checkpoint needs turns before the last --tail bytes
-                parser.error(f"--turns {turns}: {size:,} bytes, too few for --tail {args.tail}")
+                raise SystemExit(f"bench coldopen: --turns {turns}: {size:,} bytes, too few for --tail {args.tail}")
             store = tmp / "store"
             (store / "bench").mkdir(parents=True)
             copy = store / "bench" / "session.jsonl"
-            contenders = {
-                "trio-agent check": [py, "-m", "trio_agent", "check", str(log)],
-                "python + import trio": [py, "-c", "import trio"],
-                "  + import the store": [py, "-c", _IMPORTS],
-                "cold open, full scan": [py, "-c", _OPEN, str(store), "bench", "off"],
-                "cold open, checkpoint": [py, "-c", _OPEN, str(store), "bench", str(args.tail)],
+            opening = [py, "-c", _OPEN, str(store), "bench", str(args.tail)]
+            contenders: dict[str, tuple[list[str], Path | None]] = {
+                "trio-agent check": ([py, "-m", "trio_agent", "check", str(log)], None),
+                "python + import trio": ([py, "-c", "import trio"], None),
+                "  + import the store": ([py, "-c", _IMPORTS], None),
+                "cold open, full scan": ([py, "-c", _OPEN, str(store), "bench", "off"], None),
+                "cold open, checkpoint": (opening, None),
             }
+            if old is not None:
+                contenders[f"  + import the store [{old.rev}]"] = ([py, "-c", _IMPORTS], old.path)
+                contenders[f"cold open, checkpoint [{old.rev}]"] = (opening, old.path)
             best: dict[str, Usage] = {}
             opened: dict[str, float] = {}  # CPU of the open's own work, in the best run
             for _ in range(args.repeat):
-                for name, command in contenders.items():
+                for name, (command, cwd) in contenders.items():
                     if name.startswith("cold open"):
-                        for old in copy.parent.iterdir():
-                            old.unlink()
+                        for stale in copy.parent.iterdir():
+                            stale.unlink()
                         shutil.copyfile(log, copy)  # a fresh cold copy for every run
-                        if name.endswith("checkpoint"):
+                        if "checkpoint" in name:
                             resumed = _prepare(copy, args.tail)
-                    usage = run_child(command, out=tmp / "out.txt")
+                    usage = run_child(command, out=tmp / "out.txt", cwd=cwd)
                     if name not in best or usage.cpu < best[name].cpu:
                         best[name] = usage
                         if name.startswith("cold open"):
@@ -175,17 +212,18 @@ def main(argv: list[str] | None = None) -> None:
             check = best["trio-agent check"]
             floor = rss_floor_mb()
             print(f"  (a child's peak rss reads at least this process's own: {floor:.1f} MB)")
+            width = max(map(len, best))
             for name, usage in best.items():
                 status = "" if usage.exit == 0 else f"  EXIT {usage.exit}"
                 print(
-                    f"  {name:24} cpu {usage.cpu:6.2f} s  {usage.cpu / check.cpu:5.2f}x check  "
-                    f"peak rss {usage.rss_mb:7.1f} MB ({usage.rss_mb * 2**20 / size:4.2f}x file)"
+                    f"  {name:{width}} cpu {usage.cpu:6.3f} s  {usage.cpu / check.cpu:5.3f}x check"
+                    f"  peak rss {usage.rss_mb:7.1f} MB ({usage.rss_mb * 2**20 / size:4.2f}x file)"
                     f"{status}"
                 )
                 if name in opened:
                     print(
-                        f"  {'  of which the open':24} cpu {opened[name]:6.3f} s "
-                        f"{opened[name] / check.cpu:5.2f}x check  (the rest: start-up and "
+                        f"  {'  of which the open':{width}} cpu {opened[name]:6.3f} s  "
+                        f"{opened[name] / check.cpu:5.3f}x check  (the rest: start-up and "
                         "imports, the same for any open)"
                     )
         finally:
@@ -193,7 +231,8 @@ def main(argv: list[str] | None = None) -> None:
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
         grow = large[0] / small[0]
-        for name in ("cold open, full scan", "cold open, checkpoint"):
+        names = [name for name in small[2] if name.startswith("cold open")]
+        for name in names:
             cpu = large[2][name].cpu / small[2][name].cpu
             rss = large[2][name].rss_mb / small[2][name].rss_mb
             own = large[3][name] / small[3][name]
