@@ -173,7 +173,10 @@ def _measure(args: argparse.Namespace, old: Tree | None) -> None:
             log = tmp / "session.jsonl"
             size, events = make_log(log, turns)
             if size < 2 * args.tail:  # the checkpoint needs turns before the last --tail bytes
-                raise SystemExit(f"bench coldopen: --turns {turns}: {size:,} bytes, too few for --tail {args.tail}")
+                raise SystemExit(
+                    f"bench coldopen: --turns {turns}: {size:,} bytes, too few for --tail "
+                    f"{args.tail}"
+                )
             store = tmp / "store"
             (store / "bench").mkdir(parents=True)
             copy = store / "bench" / "session.jsonl"
