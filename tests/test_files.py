@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from trio_agent.files import (
     PID_NAME,
@@ -14,6 +17,7 @@ from trio_agent.files import (
     holder_pid,
     not_a_log,
     not_a_session_directory,
+    read_pid,
     shared_lock_free,
 )
 
@@ -63,3 +67,29 @@ def test_holder_pid_is_none_without_a_readable_pid_file(tmp_path: Path) -> None:
     assert holder_pid(tmp_path / "session.jsonl") is None
     (tmp_path / PID_NAME).write_text("not a pid", encoding="ascii")
     assert holder_pid(tmp_path / "session.jsonl") is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"1" * 5000, b"\xff\xfe12", b"\xd9\xa3", b"12 34\n", b"-5\n", b" \n"],
+    ids=["5000-digits", "not-ascii", "arabic-indic-digit", "two-numbers", "negative", "blank"],
+)
+def test_a_pid_file_another_program_wrote_is_no_pid_and_no_error(
+    tmp_path: Path, content: bytes
+) -> None:
+    """5,000 digits once raised ValueError (Python refuses to convert more than 4,300): a
+    store's close, and the CLI's message about a live session, failed on it."""
+    (tmp_path / PID_NAME).write_bytes(content)
+    assert read_pid(tmp_path / PID_NAME) is None
+
+
+def test_a_huge_pid_file_is_read_no_further_than_a_pid(tmp_path: Path) -> None:
+    """A sparse file of 64 GiB: reading it whole would not end (or end in MemoryError)."""
+    with open(tmp_path / PID_NAME, "wb") as f:
+        f.write(b"4242\n")
+        f.truncate(64 * 2**30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert read_pid(tmp_path / PID_NAME) is None
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1024  # KiB
+    (tmp_path / PID_NAME).write_bytes(b" 4242\n")
+    assert read_pid(tmp_path / PID_NAME) == 4242

@@ -84,14 +84,25 @@ def shared_lock_free(fd: int) -> bool | None:
     return True
 
 
+#: The most of a pid file read: a pid and its newline take at most 8 bytes on Linux (pid_max
+#: is at most 2^22); anything longer was not written by a store.
+_PID_FILE_BYTES: Final = 32
+
+
 def read_pid(pid_path: str | os.PathLike[str]) -> int | None:
-    """The pid written in ``pid_path``, or None when it is missing, unreadable or not a number."""
+    """The pid written in ``pid_path``, or None when it is missing, unreadable or not a pid
+    (ASCII digits, surrounding white space allowed, the file at most 32 bytes: a file another
+    program filled is read no further, and never turned into a number of thousands of digits,
+    which Python refuses)."""
     try:
-        with open(pid_path, encoding="ascii") as f:
-            text = f.read().strip()
-    except (OSError, UnicodeDecodeError):
+        with open(pid_path, "rb") as f:
+            raw = f.read(_PID_FILE_BYTES + 1)
+    except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    text = raw.strip()
+    if len(raw) > _PID_FILE_BYTES or not text.isdigit():
+        return None
+    return int(text)
 
 
 def holder_pid(log_path: str | os.PathLike[str]) -> int | None:

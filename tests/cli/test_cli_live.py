@@ -71,3 +71,17 @@ def test_the_same_log_once_its_writer_is_gone_is_shown_with_closers(held: Held) 
         "step/end",
         "turn/end",
     ]
+
+
+def test_a_pid_file_another_program_filled_names_no_process(held: Held) -> None:
+    """The pid file is a hint for the message: 5,000 digits in it (once a ValueError, shown
+    as an internal error) name no process, and the verdict is the same."""
+    pid_file = Path(held.path).with_name("session.pid")
+    pid_file.write_bytes(b"7" * 5000)
+    proc = cli("repair", held.path)
+    no_traceback(proc)
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert proc.stderr == (
+        f"{held.path}: session 's1' is live (locked by another process); a live session "
+        "is never repaired or truncated, so there is nothing to show\n"
+    )

@@ -106,3 +106,17 @@ async def test_list_escapes_ids_and_skips_stray_entries(tmp_path: Path) -> None:
         assert await store.session_ids() == sorted(ids)
     assert {p.name for p in (tmp_path / "root").iterdir()} >= {escape_id(i) for i in ids}
     assert not (tmp_path / "x").exists()
+
+
+async def test_a_pid_file_another_program_filled_neither_fails_the_close_nor_is_removed(
+    tmp_path: Path,
+) -> None:
+    """The close removes the pid file only when it names this process; one that another
+    program filled with 5,000 digits (once a ValueError in the close) is left as it is."""
+    async with JsonlStore(tmp_path / "root") as store:
+        s = await store.create("s1")
+        pid_file = tmp_path / "root" / "s1" / "session.pid"
+        pid_file.write_bytes(b"9" * 5000)
+        s.append("turn/start", {"turn": 1})
+        await s.aclose()
+    assert pid_file.read_bytes() == b"9" * 5000
