@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -91,3 +92,15 @@ def test_sessions_of_a_missing_root(tmp_path: Path) -> None:
     assert proc.stderr == (
         f"{tmp_path / 'nope'}: no such directory (give the store's directory with --root)\n"
     )
+
+
+def test_sessions_passes_over_a_fifo_in_a_log_s_place(tmp_path: Path) -> None:
+    """A FIFO where a session's log belongs once blocked the listing for ever (nobody opens
+    its other end here); it is not a log, so it is not listed."""
+    write(tmp_path, "real", b"")
+    fifo = JsonlStore(tmp_path).path_of("piped")
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    proc = cli("sessions", "--root", str(tmp_path))
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == ["ID", "real"]

@@ -108,6 +108,18 @@ async def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
         await repair_file(fifo, write=False)  # the dry run reads: it must not block either
 
 
+async def test_listing_passes_over_a_fifo_without_blocking(tmp_path: Path) -> None:
+    """``session_ids`` reads each log's header; a FIFO in a log's place (or a link to one)
+    once blocked it, and ``trio-agent sessions``, for ever. It is not a log: not listed."""
+    async with JsonlStore(tmp_path, reap_orphans=None) as store:
+        await (await store.create("real")).aclose()
+        fifo = session_dir(tmp_path, "s") / "session.jsonl"
+        os.mkfifo(fifo)
+        (session_dir(tmp_path, "t") / "session.jsonl").symlink_to(fifo)
+        # Nobody ever opens the other end: an open or read that blocked would hang here.
+        assert await store.session_ids() == ["real"]
+
+
 # -- ids ------------------------------------------------------------------------------------------
 
 

@@ -459,11 +459,20 @@ class JsonlStore(StoreLifecycle):
 
 
 def _read_header(path: Path) -> Header | None:
+    """The header of the log at ``path``, or None when it has none this store reads. Only a
+    regular file is read, and opening never waits: a FIFO in the log's place would block an
+    open (and a read) until some writer came, which listing the sessions must not do."""
     try:
-        with open(path, "rb") as f:
-            first = f.readline(1 << 20)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
+    with open(fd, "rb") as f:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            first = f.readline(1 << 20)
+        except OSError:
+            return None
     if not first.endswith(b"\n"):
         return None
     try:
