@@ -4,13 +4,12 @@ where, the exit code ``trio-agent run --help`` lists, never a traceback (spec/cl
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cli import cli, one_line
+from support.cli import NO_WITHOUT_DAC, WITHOUT_DAC, cli, one_line
 from support.cli.testlib import Held, holding
 
 from trio_agent.log import Header, encode_header
@@ -114,23 +113,7 @@ def test_a_missing_root_is_created_one_level(tmp_path: Path) -> None:
     assert (root / "default" / "session.jsonl").is_file()
 
 
-#: Root ignores directory permissions through CAP_DAC_OVERRIDE; under root the command runs
-#: without it (and without CAP_DAC_READ_SEARCH), so the permission bits decide as for a user.
-WITHOUT_DAC: tuple[str, ...] = (
-    (
-        "setpriv",
-        "--inh-caps=-dac_override,-dac_read_search",
-        "--bounding-set=-dac_override,-dac_read_search",
-    )
-    if os.geteuid() == 0
-    else ()
-)
-
-
-@pytest.mark.skipif(
-    os.geteuid() == 0 and shutil.which("setpriv") is None,
-    reason="root ignores directory permissions and setpriv is missing",
-)
+@pytest.mark.skipif(NO_WITHOUT_DAC is not None, reason=NO_WITHOUT_DAC or "")
 def test_a_root_without_write_permission(tmp_path: Path) -> None:
     root = tmp_path / "ro"
     root.mkdir(mode=0o500)

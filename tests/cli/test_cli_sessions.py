@@ -8,7 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from support.cli import cli
+import pytest
+from support.cli import NO_WITHOUT_DAC, WITHOUT_DAC, cli
 from support.polling import HANG_GUARD
 
 from trio_agent.log import Header, encode_event, encode_header
@@ -104,3 +105,17 @@ def test_sessions_passes_over_a_fifo_in_a_log_s_place(tmp_path: Path) -> None:
     proc = cli("sessions", "--root", str(tmp_path))
     assert (proc.returncode, proc.stderr) == (0, "")
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["ID", "real"]
+
+
+@pytest.mark.skipif(NO_WITHOUT_DAC is not None, reason=NO_WITHOUT_DAC or "")
+def test_sessions_of_a_root_it_cannot_read_is_one_line(tmp_path: Path) -> None:
+    """A --root without read permission once ended in "internal error: PermissionError"."""
+    root = tmp_path / "closed"
+    write(root, "s1", b"")
+    root.chmod(0o300)  # may enter and write, not list
+    try:
+        proc = cli("sessions", "--root", str(root), prefix=WITHOUT_DAC)
+    finally:
+        root.chmod(0o700)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"{root}: cannot read: Permission denied\n"

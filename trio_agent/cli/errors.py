@@ -89,7 +89,8 @@ CODES: dict[str, str] = {
        another owner while this run was writing it)""",
     "sessions": """\
   0    listed (a session that cannot be read is listed as such)
-  2    --root is missing or not a directory, or the --store database cannot be read""",
+  2    --root is missing, not a directory or cannot be read, or the --store database
+       cannot be read""",
     "serve": """\
   0    stopped by Ctrl-C or SIGTERM
   2    cannot listen on HOST:PORT (for example the port is in use), or

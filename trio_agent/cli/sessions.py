@@ -106,7 +106,10 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         what = "is not a directory" if root.exists() else "no such directory"
         raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
     store = JsonlStore(root)
-    ids = trio.run(store.session_ids)
+    try:
+        ids = trio.run(store.session_ids)
+    except OSError as exc:  # the directory itself cannot be listed (no read permission)
+        raise CliError(f"{root}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
     if not ids:
         print(f"{root}: note: no sessions here", file=err)
         return OK

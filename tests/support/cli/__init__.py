@@ -7,6 +7,8 @@ is always what the test asserts on the finished process.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,6 +19,25 @@ from support.procenv import child_env
 
 #: ``trio-agent`` as a command line: this interpreter running the package.
 CLI = (sys.executable, "-m", "trio_agent")
+
+#: Root ignores directory permissions through CAP_DAC_OVERRIDE; under root a command run with
+#: this ``prefix`` has neither it nor CAP_DAC_READ_SEARCH, so the permission bits decide as
+#: for a user.
+WITHOUT_DAC: tuple[str, ...] = (
+    (
+        "setpriv",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--bounding-set=-dac_override,-dac_read_search",
+    )
+    if os.geteuid() == 0
+    else ()
+)
+#: Why a test that needs :data:`WITHOUT_DAC` cannot run here, or None.
+NO_WITHOUT_DAC: str | None = (
+    "root ignores directory permissions and setpriv is missing"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None
+    else None
+)
 
 
 def cli(
