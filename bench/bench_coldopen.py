@@ -10,7 +10,8 @@ peak RSS from that child's ``wait4``), round-robin:
 * the floor: a process that only starts Python and imports trio, which any open of a trio
   store pays before it reads a byte, and one that imports the store too: both the same for
   every log size;
-* cold open, full scan: ``JsonlStore(checkpoint_every=None).open`` of a fresh copy;
+* cold open, full scan: ``JsonlStore(checkpoint_every=None).open`` of a fresh copy (synced,
+  as a writer leaves its log: ``bench_files.durable_copy``);
 * cold open, checkpoint: ``JsonlStore(checkpoint_every=--tail).open`` of a fresh copy whose
   sidecar is the checkpoint the writer would have recorded last in the worst case: at the
   last ``turn/end`` at least ``--tail`` bytes (default: the default ``checkpoint_every``)
@@ -49,7 +50,7 @@ from trio_agent.store.checkpoints import file_identity, record_checkpoint, sidec
 from trio_agent.store.fileops import FileOps
 from trio_agent.store.write_policy import CHECKPOINT_EVERY
 
-from .bench_files import Usage, rss_floor_mb, run_child
+from .bench_files import Usage, durable_copy, rss_floor_mb, run_child
 from .biglog import make_log
 from .trees import Tree, clone, drop, workspace
 
@@ -198,7 +199,7 @@ def _measure(args: argparse.Namespace, old: Tree | None) -> None:
                     if name.startswith("cold open"):
                         for stale in copy.parent.iterdir():
                             stale.unlink()
-                        shutil.copyfile(log, copy)  # a fresh cold copy for every run
+                        durable_copy(log, copy)  # a fresh cold copy for every run
                         if "checkpoint" in name:
                             resumed = _prepare(copy, args.tail)
                     usage = run_child(command, out=tmp / "out.txt", cwd=cwd)
