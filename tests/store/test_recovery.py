@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from hypothesis import given, strategies as st
 from support.polling import until
 from support.proc import has_env, in_group, tagged
 from support.store.helpers import assert_valid_balanced, sha256
@@ -19,9 +20,11 @@ from trio_agent.log import (
     OUTCOME_UNKNOWN_TEXT,
     REAPED_TEXTS,
     Event,
+    Header,
     Orphan,
     Reaping,
     encode_event,
+    encode_header,
     event_to_json,
     repair_closers,
 )
@@ -34,6 +37,7 @@ from trio_agent.store import (
     repair_file,
 )
 from trio_agent.store.recovery import cold_scan
+from trio_agent.testing.loggen import generate_log
 
 HEADER = b'{"type":"session","version":1,"id":"s","createdAt":1}\n'
 
@@ -444,3 +448,23 @@ async def test_store_classification_matches_the_vectors(tmp_path: Path, vector: 
     else:
         assert report.torn_bytes > 0 and f"line {want['line']}:" in (report.damage or "")
     assert_valid_balanced(path)
+
+
+_DAMAGE = [b"garbage\n", b"{}\n", b'{"seq":999,"time":1,"type":"turn/start","data":{"turn":9}}\n']
+
+
+@given(st.integers(0, 2**32), st.data())
+def test_a_cold_scan_s_figures_are_those_of_its_bytes(seed: int, data: st.DataObject) -> None:
+    """What is kept, read and dropped, counted from the bytes themselves (the scan counts
+    them as it reads): damage after the last turn/end, complete or torn, is the tail."""
+    events = generate_log(seed, 2)
+    balanced = encode_header(Header("s", 0)) + b"".join(map(encode_event, events))
+    extra = b"".join(data.draw(st.lists(st.sampled_from(_DAMAGE), max_size=3), label="damage"))
+    torn = data.draw(st.sampled_from([b"", b'{"seq', b"x"]), label="torn")
+    raw = balanced + extra + torn
+    scan = cold_scan(raw, "mem")
+    assert scan.size == len(raw)
+    tail = raw[scan.keep :]
+    assert scan.dropped_lines == tail.count(b"\n")
+    assert scan.torn == (not raw.endswith(b"\n"))
+    assert scan.keep == len(balanced) and len(scan.events) == len(events)

@@ -44,6 +44,10 @@ class TornTail:
     offset: int  # byte offset where the tail starts; the file's committed length
     size: int  # bytes in the tail
     reason: str  # why it is not part of the log
+    #: Complete lines in the tail, the damaged one included (none for a torn final line).
+    lines: int
+    #: Whether the tail, and so the file, ends in a line without its newline (a torn write).
+    torn: bool
 
 
 @attrs.frozen
@@ -56,6 +60,9 @@ class LineScan:
     #: Kept events (complete, accepted lines after the header).
     count: int
     tail: TornTail | None
+    #: Bytes read: the offset just past the last line (the end of the prefix when resuming,
+    #: if no line followed it).
+    end: int
     #: The header line as read, newline included (a checkpoint holds its digest).
     header_line: bytes = b""
 
@@ -159,7 +166,7 @@ def scan_lines(
     tail: TornTail | None = None
     for line in it:
         if line[-1] != _NEWLINE:  # only the last line can lack its newline: a torn write
-            tail = TornTail(checker.next_seq + 2, offset, len(line), _TORN_REASON)
+            tail = TornTail(checker.next_seq + 2, offset, len(line), _TORN_REASON, 0, True)
             break
         ev = None
         if typed_pays:
@@ -205,13 +212,13 @@ def scan_lines(
                 exc.line = line_no
             if strict:
                 raise
-            commits, rest = _commits_later(line, it)
+            commits, rest, complete, torn = _commits_later(line, it)
             if commits:
                 raise
             reason = (
                 exc.message if isinstance(exc, UnreadableLineError | LogViolation) else str(exc)
             )
-            tail = TornTail(line_no, offset, len(line) + rest, reason)
+            tail = TornTail(line_no, offset, len(line) + rest, reason, 1 + complete, torn)
             break
         if sink is not None and (sink_types is None or event.type in sink_types):
             sink(event.seq, event.time, event.type, event.data)
@@ -220,7 +227,8 @@ def scan_lines(
         if item_sink is not None:
             item_sink(line)
         offset += len(line)
-    return LineScan(header, checker, checker.next_seq, tail, first)
+    end = offset if tail is None else tail.offset + tail.size
+    return LineScan(header, checker, checker.next_seq, tail, end, first)
 
 
 class _Unreadable:
@@ -261,18 +269,23 @@ def scan_log(data: bytes, *, strict: bool = True) -> Scan:
     return Scan(scan.header, events, scan.checker, scan.tail)
 
 
-def _commits_later(line: bytes, rest: Iterator[bytes]) -> tuple[bool, int]:
+def _commits_later(line: bytes, rest: Iterator[bytes]) -> tuple[bool, int, int, bool]:
     """Whether a complete line from ``line`` on (the damaged line itself included) is a JSON
     object of type ``turn/end``, well-formed or not: committed data (spec/recovery.md §Torn
     tail and corruption; the store's classifier and DSH use the same test). Consumes
-    ``rest``; also returns the bytes it held, for the torn tail's size."""
-    size = 0
+    ``rest``; also returns, for the torn tail's figures, the bytes it held, how many of its
+    lines were complete, and whether its last line lacked its newline."""
+    size = complete = 0
+    torn = False
     found = _is_turn_end(line)
     for later in rest:
         size += len(later)
-        if not found and later[-1] == _NEWLINE and _is_turn_end(later):
-            found = True
-    return found, size
+        torn = later[-1] != _NEWLINE
+        if not torn:
+            complete += 1
+            if not found and _is_turn_end(later):
+                found = True
+    return found, size, complete, torn
 
 
 def _is_turn_end(line: bytes) -> bool:

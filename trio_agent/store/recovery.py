@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Final
 
 import attrs
@@ -108,25 +108,6 @@ class ColdScan:
         return list(self.events)
 
 
-class _CountedLines:
-    """Passes lines through, counting bytes and complete lines (for the tail's figures)."""
-
-    __slots__ = ("_lines", "bytes", "complete", "last_complete")
-
-    def __init__(self, lines: Iterable[bytes]) -> None:
-        self._lines = lines
-        self.bytes = 0
-        self.complete = 0
-        self.last_complete = True
-
-    def __iter__(self) -> Iterator[bytes]:
-        for line in self._lines:
-            self.bytes += len(line)
-            self.last_complete = line.endswith(b"\n")
-            self.complete += self.last_complete
-            yield line
-
-
 def cold_scan_lines(
     lines: Iterable[bytes],
     path: str,
@@ -147,11 +128,9 @@ def cold_scan_lines(
     With ``resume`` (a verified checkpoint, spec/persistence.md §5.1), ``lines`` are the tail
     after the checkpoint's prefix, and ``prefix`` the prefix's event lines (read on demand).
     """
-    counted = _CountedLines(lines)
     kept = EventLines(prefix=prefix)
-    before = 0 if resume is None else resume.offset
     try:
-        core = scan_lines(counted, strict=False, line_sink=kept.append_line, resume=resume)
+        core = scan_lines(lines, strict=False, line_sink=kept.append_line, resume=resume)
     except HeaderError as exc:
         raise UnsupportedFormat(path, str(exc)) from None
     except UnreadableLineError as exc:
@@ -163,16 +142,14 @@ def cold_scan_lines(
             path, 1, None, None, f"the header names session {core.header.id!r}, not {expect_id!r}"
         )
     tail = core.tail
-    # The lines read: the header and every event when scanning all, else the tail's events.
-    read = 1 + core.count if resume is None else core.count - len(prefix)
     return ColdScan(
         header=core.header,
         events=kept,
         checker=core.checker,
-        keep=before + counted.bytes if tail is None else tail.offset,
-        size=before + counted.bytes,
-        dropped_lines=counted.complete - read,
-        torn=not counted.last_complete,
+        keep=core.end if tail is None else tail.offset,
+        size=core.end,
+        dropped_lines=0 if tail is None else tail.lines,
+        torn=tail is not None and tail.torn,
         damage=None if tail is None else f"line {tail.line}: {tail.reason}",
         header_line=core.header_line,
     )
