@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import tracemalloc
@@ -112,6 +113,22 @@ def test_check_json_good_torn_broken_and_unreadable_one_object_each(tmp_path: Pa
     # stderr is what it is without --json.
     plain = cli("check", good, torn, broken, not_json, missing)
     assert (plain.returncode, plain.stderr) == (proc.returncode, proc.stderr)
+
+
+def test_check_json_of_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    """JSON holds only text: a name's bytes that are not UTF-8 are written ``\\xNN`` (once
+    an internal error, exit 70, since orjson refuses the lone surrogates Python carries)."""
+    good = os.fsdecode(os.fsencode(tmp_path) + b"/good\xff.jsonl")
+    Path(good).write_bytes(HEADER)
+    missing = os.fsdecode(os.fsencode(tmp_path) + b"/gone\xfe.jsonl")
+    proc = no_traceback(run_cli(b"check", b"--json", os.fsencode(good), os.fsencode(missing)))
+    assert proc.returncode == 2
+    got = records(proc)
+    assert [(r["path"], r["exit"]) for r in got] == [
+        (f"{tmp_path}/good\\xff.jsonl", 0),
+        (f"{tmp_path}/gone\\xfe.jsonl", 2),
+    ]
+    assert got[1]["message"] == f"{tmp_path}/gone\\xfe.jsonl: no such file"
 
 
 def test_check_json_balanced_names_the_open_turn(tmp_path: Path) -> None:

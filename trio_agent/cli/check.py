@@ -25,10 +25,10 @@ def _tail_json(scan: LineScan) -> TornTailJson | None:
 
 def _failed_json(path: str, exc: CliError) -> CheckResult:
     """``check --json`` for a FILE that could not be checked (or broke a rule)."""
-    from .records import CheckResult
+    from .records import CheckResult, json_text
 
     return CheckResult(
-        path=path,
+        path=json_text(path),
         ok=False,
         exit=exc.code,
         events=None,
@@ -39,16 +39,16 @@ def _failed_json(path: str, exc: CliError) -> CheckResult:
         rule=exc.rule,
         seq=exc.seq,
         line=exc.line,
-        message=exc.what if exc.what is not None else str(exc),
+        message=json_text(exc.what if exc.what is not None else str(exc)),
     )
 
 
 def _checked_json(path: str, scan: LineScan, live: bool) -> CheckResult:
     """``check --json`` for a FILE that passed the check."""
-    from .records import CheckResult
+    from .records import CheckResult, json_text
 
     return CheckResult(
-        path=path,
+        path=json_text(path),
         ok=True,
         exit=OK,
         events=scan.count,

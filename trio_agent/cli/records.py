@@ -87,6 +87,13 @@ class ShowTornTail:
 _CONVERTER: Final = cattrs.Converter()
 
 
+def json_text(text: str) -> str:
+    """``text`` as JSON can hold it: a byte of a file name that is not UTF-8, which Python
+    carries as a lone surrogate (``surrogateescape``) and JSON cannot, is written ``\\xNN``,
+    as Python's ``backslashreplace`` shows it (spec/cli.md: `check --json`)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def dumps(record: object) -> str:
     """One record as one line of JSON (no newline)."""
     return orjson.dumps(_CONVERTER.unstructure(record)).decode()
