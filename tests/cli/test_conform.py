@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import CLI, cli, no_traceback, one_line
-from support.hostile_programs import DEEPLY_NESTED, HOSTILE
+from support.hostile_programs import DEEPLY_NESTED, HOSTILE, LONE_SURROGATE
 from support.polling import HANG_GUARD
 from support.procenv import child_env
 
@@ -221,6 +221,18 @@ def test_json_nested_too_deep_fails_its_cases_without_a_traceback(tmp_path: Path
     assert result.returncode == 1, result.stdout + result.stderr
     assert "internal error" not in result.stderr, result.stderr
     assert re.search(r"^0/\d+ vectors pass; \d+ fail", result.stdout, re.M), result.stdout
+
+
+def test_json_with_a_lone_surrogate_fails_its_cases_without_a_traceback(tmp_path: Path) -> None:
+    # "\ud800" names no character: Python's json takes it, and printing the diff with it
+    # once ended conform in "internal error: UnicodeEncodeError" (exit 70).
+    program = tmp_path / "port.py"
+    program.write_text(LONE_SURROGATE)
+    result = no_traceback(conform("--only", "fold/*", port=[PY, str(program)]))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "internal error" not in result.stderr, result.stderr
+    assert re.search(r"^0/\d+ vectors pass; \d+ fail", result.stdout, re.M), result.stdout
+    assert '"dropped_unrun": "\\ud800"' in result.stdout  # the diff shows it as written
 
 
 def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:

@@ -24,6 +24,13 @@ DEEPLY_NESTED = (
     "    sys.stdout.flush()\n"
 )
 
+#: Answers every probe and case with JSON whose string escapes a lone surrogate.
+LONE_SURROGATE = (
+    "import sys\n"
+    'line = \'{"end_seq": 8, "dropped_unrun": "\\\\ud800"}\\n\'\n'
+    "sys.stdout.write(line)\n"
+)
+
 HOSTILE = {
     "never-answers": NEVER_ANSWERS,
     "endless-output": ENDLESS_OUTPUT,

@@ -212,9 +212,21 @@ def _json_lines(text: str) -> list[Any] | None:
     if any(too_deep(line, _OUTPUT_DEPTH) for line in lines):
         return None
     try:
-        return [json.loads(line) for line in lines]
+        values = [json.loads(line) for line in lines]
     except (ValueError, RecursionError):
         return None
+    return values if _text_only(values) is not None else None
+
+
+def _text_only(value: Any) -> Any:
+    """``value``, or None when a string in it holds a lone surrogate: an escape such as
+    ``"\\ud800"`` that names no character is not JSON this kit reads (spec/log.md §Torn
+    tail), and no text can be printed with it (it once ended conform in an internal error)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return None
+    return value
 
 
 def _pretty(values: Any) -> list[str]:
@@ -379,7 +391,7 @@ def _json_lines_or_doc(text: str) -> Any:
     if too_deep(text, _OUTPUT_DEPTH):
         return None
     try:
-        return json.loads(text)
+        return _text_only(json.loads(text))
     except (ValueError, RecursionError):
         return None
 
