@@ -235,6 +235,49 @@ def test_json_with_a_lone_surrogate_fails_its_cases_without_a_traceback(tmp_path
     assert '"dropped_unrun": "\\ud800"' in result.stdout  # the diff shows it as written
 
 
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"{bad", "Expecting property name enclosed in double quotes"),
+        (b"\xff{}", "can't decode byte 0xff"),
+        (b"[" * 100_000, "maximum recursion depth exceeded"),
+        (b"[]", "not a JSON object"),
+        (b'{"log": ["x"]}', "expect: missing, or not an object"),
+        (b'{"log": 5, "expect": {}}', "log: not an array"),
+        (b'{"expect": {}}', "neither log nor file_hex"),
+        (b'{"file_hex": "zz", "expect": {}}', "file_hex: not hexadecimal"),
+        (b'{"log": ["x"], "expect": {"valid": true, "balanced": 1}}', "expect.balanced: not a"),
+        (b'{"log": ["x"], "expect": {"valid": false, "rule": "I1"}}', "expect.seq: missing"),
+        (b'{"log": ["x"], "expect": {"closers": [5]}}', "expect.closers: not a list of objects"),
+        (b'{"log": ["x"], "expect": {"store": {"damage": "?"}}}', "expect.store.damage: not one"),
+    ],
+    ids=[
+        "not-json",
+        "not-utf8",
+        "too-deep",
+        "not-an-object",
+        "no-expect",
+        "log-not-a-list",
+        "no-log",
+        "bad-hex",
+        "balanced-not-bool",
+        "invalid-without-seq",
+        "closer-not-object",
+        "unknown-damage",
+    ],
+)
+def test_a_vector_file_conform_cannot_read_is_one_line_exit_2(
+    tmp_path: Path, body: bytes, says: str
+) -> None:
+    """``--vectors`` may name a porter's own directory: a file in it that is not a vector
+    once ended conform in an internal error (exit 70)."""
+    (tmp_path / "valid").mkdir()
+    (tmp_path / "valid" / "x.json").write_bytes(body)
+    line = one_line(conform("--vectors", str(tmp_path), port=[PY, "-m", "trio_agent"]), 2)
+    assert line.startswith(f"conform: {tmp_path}/valid/x.json: not a vector conform reads: ")
+    assert says in line, line
+
+
 def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     line = one_line(conform(port=[str(tmp_path / "no-such-port")]), 2)
     assert line == f"conform: cannot run {tmp_path / 'no-such-port'}: No such file or directory"

@@ -465,17 +465,107 @@ NOT_RUN: Final = frozenset({"checkpoint"})
 
 def load_vectors(root: Path, only: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Every vector under ``root`` that one of ``only`` selects (all when empty), but those
-    of :data:`NOT_RUN`."""
+    of :data:`NOT_RUN`. A file that is not a vector conform reads is a :class:`UsageError`
+    naming it and what is wrong (``--vectors`` may name a porter's own directory)."""
     vectors: dict[str, dict[str, Any]] = {}
     for path in sorted(root.rglob("*.json")):
         cid = str(path.relative_to(root).with_suffix(""))
         if cid.split("/")[0] in NOT_RUN:
             continue
-        vector = json.loads(path.read_text("utf-8"))
+        try:
+            vector = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"{path}: not a vector conform reads: {why}") from None
+        problem = vector_problem(vector)
+        if problem is not None:
+            raise UsageError(f"{path}: not a vector conform reads: {problem}")
         if only and not any(selected(cid, vector, pattern) for pattern in only):
             continue
         vectors[cid] = vector
     return vectors
+
+
+#: What each key a case reads must be (spec/README.md §Conformance vectors); ``None`` stands
+#: for null.
+_VECTOR_KEYS: Final[dict[str, tuple[type | None, ...]]] = {
+    "log": (list,),
+    "torn": (str,),
+    "file_hex": (str,),
+    "suffix": (bool,),
+    "stopped": (list,),
+    "reaped": (dict,),
+    "bootId": (str,),
+    "expect": (dict,),
+}
+_EXPECT_KEYS: Final[dict[str, tuple[type | None, ...]]] = {
+    "unreadable": (bool,),
+    "line": (int, None),
+    "valid": (bool,),
+    "balanced": (bool,),
+    "rule": (str,),
+    "seq": (int, None),
+    "closers": (list,),
+    "fold": (dict,),
+    "truncate": (dict,),
+    "torn_tail": (str,),
+    "store": (dict,),
+}
+_STORE_DAMAGE: Final = ("none", "torn-tail", "corruption")
+_JSON_WORDS: Final[dict[type | None, str]] = {
+    list: "an array",
+    dict: "an object",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    None: "null",
+}
+
+
+def _typed_as(value: Any, kinds: tuple[type | None, ...]) -> bool:
+    # type(), not isinstance(): JSON's true is not an integer here
+    return any(value is None if kind is None else type(value) is kind for kind in kinds)
+
+
+def vector_problem(vector: Any) -> str | None:
+    """What makes ``vector`` (a parsed vector file) one no case can run, or None: the keys
+    a case reads, with the types spec/README.md gives them, and those its assertion needs."""
+    if type(vector) is not dict:
+        return "not a JSON object"
+    if type(vector.get("expect")) is not dict:
+        return "expect: missing, or not an object"
+    scopes = ((vector, _VECTOR_KEYS, ""), (vector["expect"], _EXPECT_KEYS, "expect."))
+    for scope, keys, where in scopes:
+        for key, kinds in keys.items():
+            if key in scope and not _typed_as(scope[key], kinds):
+                return f"{where}{key}: not {' or '.join(_JSON_WORDS[k] for k in kinds)}"
+    expect = vector["expect"]
+    if "file_hex" not in vector and "log" not in vector:
+        return "neither log nor file_hex"
+    if not all(type(line) is str for line in vector.get("log", [])):
+        return "log: not a list of strings"
+    try:
+        bytes.fromhex(vector.get("file_hex", ""))
+    except ValueError:
+        return "file_hex: not hexadecimal"
+    if not all(
+        type(x) is str for x in [*vector.get("stopped", []), *vector.get("reaped", {}).values()]
+    ):
+        return "stopped, reaped: not strings"
+    needed = {True: ("balanced",), False: ("rule", "seq", "line")}.get(expect.get("valid"), ())
+    if missing := [key for key in needed if key not in expect]:
+        return f"expect.{missing[0]}: missing"
+    if not all(type(c) is dict for c in expect.get("closers", [])):
+        return "expect.closers: not a list of objects"
+    store = expect.get("store")
+    if store is not None:
+        if store.get("damage") not in _STORE_DAMAGE:
+            return f"expect.store.damage: not one of {', '.join(_STORE_DAMAGE)}"
+        if store["damage"] != "none" and type(store.get("line")) is not int:
+            return "expect.store.line: not an integer"
+        if not all(type(c) is dict for c in store.get("closers", [])):
+            return "expect.store.closers: not a list of objects"
+    return None
 
 
 def preflight(command: Sequence[str], tmp: Path, *, timeout: float, limit: int) -> None:
