@@ -28,6 +28,8 @@ import trio
 from trio_agent.log import Event
 from trio_agent.store import JsonlStore, Session
 
+from .bench_files import durable_copy
+
 Item = tuple[str, dict[str, Any], bool]
 
 BIG_LOG_BYTES = int(os.environ.get("TRIO_AGENT_BENCH_LOG_MB", "210")) << 20
@@ -228,14 +230,6 @@ async def _cold_open(root: Path) -> tuple[float, int]:
     return elapsed, count
 
 
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def bench_cold_open(tmp: Path) -> None:
     path = tmp / "big" / "big" / "session.jsonl"
     events = _generate(path, BIG_LOG_BYTES)
@@ -246,8 +240,9 @@ def bench_cold_open(tmp: Path) -> None:
         raw = best(2, lambda: _raw_json(path))
         opens = []
         for _ in range(2):
-            shutil.copyfile(backup, path)  # repair changes the file: start from the damage
-            _sync(path)  # as after a crash: what the writer wrote was already durable
+            # repair changes the file: start from the damage, synced as after a crash (what
+            # the writer wrote was already durable)
+            durable_copy(backup, path)
             gc.collect()
             elapsed, count = trio.run(_cold_open, path.parent.parent)
             opens.append(elapsed)
