@@ -215,18 +215,18 @@ def _json_lines(text: str) -> list[Any] | None:
         values = [json.loads(line) for line in lines]
     except (ValueError, RecursionError):
         return None
-    return values if _text_only(values) is not None else None
+    return values if _is_text(values) else None
 
 
-def _text_only(value: Any) -> Any:
-    """``value``, or None when a string in it holds a lone surrogate: an escape such as
+def _is_text(value: Any) -> bool:
+    """False when a string in ``value`` holds a lone surrogate: an escape such as
     ``"\\ud800"`` that names no character is not JSON this kit reads (spec/log.md §Torn
     tail), and no text can be printed with it (it once ended conform in an internal error)."""
     try:
         json.dumps(value, ensure_ascii=False).encode()
     except UnicodeEncodeError:
-        return None
-    return value
+        return False
+    return True
 
 
 def _pretty(values: Any) -> list[str]:
@@ -391,9 +391,10 @@ def _json_lines_or_doc(text: str) -> Any:
     if too_deep(text, _OUTPUT_DEPTH):
         return None
     try:
-        return _text_only(json.loads(text))
+        value = json.loads(text)
     except (ValueError, RecursionError):
         return None
+    return value if _is_text(value) else None
 
 
 def _torn_note(line: str, path: str) -> tuple[int, int] | None:

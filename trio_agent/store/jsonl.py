@@ -462,6 +462,8 @@ def _read_header(path: Path) -> Header | None:
     """The header of the log at ``path``, or None when it has none this store reads. Only a
     regular file is read, and opening never waits: a FIFO in the log's place would block an
     open (and a read) until some writer came, which listing the sessions must not do."""
+    # Not _OPEN_READ: the listing follows a link to a log, and opening it is then refused
+    # (spec/persistence.md §1).
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
