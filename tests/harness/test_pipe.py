@@ -7,11 +7,16 @@ new process that cold-opens a copy of the bytes the dead one left.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.harness_settings import PIPE_EXAMPLES, run_machine
+from support.polling import HANG_GUARD
+from support.proc import in_group
 
 from trio_agent.testing.inprocess import InProcessAdapter
 from trio_agent.testing.machine import machine_for
@@ -234,3 +239,44 @@ def test_a_crash_after_a_write_that_the_disk_refuses_still_dies(tmp_path: Path) 
             adapter.close()
     assert durable[0] == durable[1]
     assert durable[0].count(b"\n") == 1  # the header only: the refused batch wrote nothing
+
+
+def test_a_crash_does_not_wait_on_a_pipe_held_outside_the_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Something outside the runtime's process group (here: this test) holds the runtime's
+    stdout open. The crash returns once the group is dead, and the driver's reader ends
+    without an error when the last holder lets go, closing its stream itself. (It used to
+    wait for an end-of-file that could not come, and its reader could find its stream closed
+    under it: an exception in the thread, and a crash that never returned.)"""
+    failed: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failed.append(args.exc_value))
+    readers = {t for t in threading.enumerate() if t.name == "harness-pipe"}
+    adapter = PipeAdapter(timeout=HANG_GUARD)  # the timeout: a hang guard
+    try:
+        assert adapter.request({"op": "hello"})["ok"]
+        proc = adapter._proc
+        assert proc is not None and proc.stdout is not None
+        pipe = os.readlink(f"/proc/self/fd/{proc.stdout.fileno()}")
+        (reader,) = {t for t in threading.enumerate() if t.name == "harness-pipe"} - readers
+        holder = os.open(f"/proc/{proc.pid}/fd/1", os.O_WRONLY)  # the pipe's write end
+        try:
+            adapter.crash()
+            assert in_group(proc.pid) == []
+            assert reader.is_alive()  # the pipe is still open: no end-of-file yet
+        finally:
+            os.close(holder)
+    finally:
+        adapter.close()
+    reader.join()  # the end-of-file comes now: the last writer is gone
+    assert failed == []
+    assert pipe not in _open_files()
+
+
+def _open_files() -> list[str]:
+    """What this process's descriptors name, as /proc says (``pipe:[N]`` for a pipe)."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # closed meanwhile (the listing's own)
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return names

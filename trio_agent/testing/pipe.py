@@ -80,7 +80,6 @@ class PipeAdapter:
         self._lines: queue.SimpleQueue[bytes | _Overflow | None] = queue.SimpleQueue()
         self._stderr: bytearray = bytearray()
         self._stderr_done: threading.Event | None = None
-        self._last_stderr = ""
         self.spawned = 0
 
     # -- process -------------------------------------------------------------------------------
@@ -102,34 +101,44 @@ class PipeAdapter:
             start_new_session=True,  # its own process group: killed whole (spec/harness.md)
         )
         lines: queue.SimpleQueue[bytes | _Overflow | None] = queue.SimpleQueue()
-        assert proc.stdout is not None and proc.stderr is not None
-        out_fd, err_fd, limit = proc.stdout.fileno(), proc.stderr.fileno(), self._max_line
+        stdout, stderr_stream = proc.stdout, proc.stderr
+        assert stdout is not None and stderr_stream is not None
+        out_fd, err_fd, limit = stdout.fileno(), stderr_stream.fileno(), self._max_line
 
+        # Each pump owns its stream and closes it when done reading; nothing else closes it.
+        # Closed under a pump still reading, the fd could fail its next read (an exception in
+        # the thread, no end-of-file ever queued) or, reused by then, be some other file's.
         def pump() -> None:
             # Lines of at most ``limit`` bytes: an endless line costs the bound, not memory.
             buf = bytearray()
-            while chunk := os.read(out_fd, 65536):
-                buf += chunk
-                while (end := buf.find(b"\n")) >= 0:
-                    if end >= limit:
-                        break
-                    lines.put(bytes(buf[: end + 1]))
-                    del buf[: end + 1]
-                if len(buf) > limit or buf.find(b"\n") >= limit:
-                    lines.put(_Overflow(bytes(buf[:200]), limit))
-                    return
-            if buf:
-                lines.put(bytes(buf))
-            lines.put(None)
+            try:
+                while chunk := os.read(out_fd, 65536):
+                    buf += chunk
+                    while (end := buf.find(b"\n")) >= 0:
+                        if end >= limit:
+                            break
+                        lines.put(bytes(buf[: end + 1]))
+                        del buf[: end + 1]
+                    if len(buf) > limit or buf.find(b"\n") >= limit:
+                        lines.put(_Overflow(bytes(buf[:200]), limit))
+                        return
+                if buf:
+                    lines.put(bytes(buf))
+                lines.put(None)
+            finally:
+                stdout.close()
 
         stderr, done = bytearray(), threading.Event()
 
         def pump_stderr() -> None:
             # Only the tail is kept: endless stderr costs nothing.
-            while chunk := os.read(err_fd, 65536):
-                stderr.extend(chunk)
-                del stderr[:-STDERR_TAIL]
-            done.set()
+            try:
+                while chunk := os.read(err_fd, 65536):
+                    stderr.extend(chunk)
+                    del stderr[:-STDERR_TAIL]
+            finally:
+                stderr_stream.close()
+                done.set()
 
         threading.Thread(target=pump, name="harness-pipe", daemon=True).start()
         threading.Thread(target=pump_stderr, name="harness-stderr", daemon=True).start()
@@ -139,7 +148,12 @@ class PipeAdapter:
         return proc
 
     def _stderr_tail(self) -> str:
-        return self._last_stderr
+        """The tail of what the last process wrote to stderr, once its stderr has ended: at
+        once, as its group is dead by now, unless a process outside the group holds it (then
+        the hang guard's time, and the tail so far)."""
+        if self._stderr_done is not None:
+            self._stderr_done.wait(self._timeout)
+        return bytes(self._stderr).decode(errors="replace")
 
     def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGKILL the implementation's whole process group (it leads it) and return only once
@@ -167,23 +181,13 @@ class PipeAdapter:
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-        try:
-            # Give a graceful exit (after "bye", or stdin closed) the hang guard's time; then
-            # kill whatever is left, a wrapper's other children included, while the exited
-            # but unreaped leader still pins the group id, so no later process can have
-            # taken that number. Only then reap.
-            _wait_exited(proc.pid, self._timeout)
-            self._kill_group(proc)
-            code = proc.wait()
-        finally:
-            # The group is dead: stderr's writers are gone, so its pump ends (at once).
-            if self._stderr_done is not None:
-                self._stderr_done.wait(5)  # unless a process outside the group still holds it
-            self._last_stderr = bytes(self._stderr).decode(errors="replace")
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-        return code
+        # Give a graceful exit (after "bye", or stdin closed) the hang guard's time; then kill
+        # whatever is left, a wrapper's other children included, while the exited but unreaped
+        # leader still pins the group id, so no later process can have taken that number.
+        # Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
+        _wait_exited(proc.pid, self._timeout)
+        self._kill_group(proc)
+        return proc.wait()
 
     # -- Adapter -------------------------------------------------------------------------------
 
@@ -321,8 +325,9 @@ class PipeAdapter:
         code = self._reap()
         if code != -signal.SIGKILL:
             raise AdapterError(f"the implementation exited with {code} instead of dying")
-        while self._lines.get(timeout=self._timeout) is not None:
-            pass  # drop what it wrote before dying (nothing: it was between requests)
+        # What it wrote before dying (nothing: it was between requests) stays in its queue,
+        # which the next spawn replaces. No waiting for its end-of-file either: a process
+        # outside the group may hold the pipe open for as long as it likes.
 
     def durable_bytes(self, log_path: str) -> bytes:
         return Path(log_path).read_bytes()
