@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from support.polling import until
+from support.polling import HANG_GUARD, until
 from support.store.helpers import EIO, ENOSPC, FaultyOps, assert_valid_balanced, read_log
 from support.store.setup import writer_of
 
@@ -58,7 +58,7 @@ class BlockingOps(FaultyOps):
     def fsync(self, fd: int) -> None:
         if not self.hold.is_set():
             self.held.set()
-            self.hold.wait(10)
+            self.hold.wait(HANG_GUARD)  # a hang guard: the test releases it
         super().fsync(fd)
 
 
@@ -75,7 +75,7 @@ async def test_events_during_a_write_form_the_next_batch(
         ops.hold.clear()
         s.append("turn/start", {"turn": 1})
         mock_clock.jump(0.020)
-        await trio.to_thread.run_sync(ops.held.wait, 10)  # batch 1 is being synced
+        assert await trio.to_thread.run_sync(ops.held.wait, HANG_GUARD)  # batch 1 is being synced
         s.append("step/start", {"turn": 1, "step": 1})
         s.append("step/end", {"turn": 1, "step": 1})
         ops.hold.set()
@@ -107,7 +107,7 @@ async def test_flush_writes_now_and_includes_events_appended_while_it_waits(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(flusher)
             nursery.start_soon(flusher)  # concurrent flushes share the work
-            await trio.to_thread.run_sync(ops.held.wait, 10)
+            assert await trio.to_thread.run_sync(ops.held.wait, HANG_GUARD)
             s.append("step/start", {"turn": 1, "step": 1})  # arrives during the flush
             ops.hold.set()
         assert done.is_set() and w.pending_events == 0 and w.batches == 2
@@ -213,7 +213,8 @@ async def test_background_failure_overlapping_a_flush_is_retried_inside_it(
         ops.fail["fsync"] = [EIO]
         turn(s, 1)
         mock_clock.jump(0.020)
-        await trio.to_thread.run_sync(ops.held.wait, 10)  # background batch in flight
+        # The background batch is in flight.
+        assert await trio.to_thread.run_sync(ops.held.wait, HANG_GUARD)
 
         async def release() -> None:
             await trio.testing.wait_all_tasks_blocked()
