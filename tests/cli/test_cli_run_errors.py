@@ -141,6 +141,16 @@ def test_a_session_id_that_is_not_utf8(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # nothing created
 
 
+def test_a_session_id_longer_than_the_stores_take(tmp_path: Path) -> None:
+    # It used to reach the store and end in "internal error" (exit 70).
+    line = one_line(run(tmp_path, "--session", "é" * 2049), 2)
+    assert line == (
+        "trio-agent run: argument --session: a session id is at most 4096 bytes of UTF-8, "
+        "not 4098 (see `trio-agent run --help`)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
 def test_a_session_log_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     root = tmp_path / "root"

@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _session_id(text: str) -> str:
-    """``--session``: a non-empty id that is valid UTF-8 (spec/persistence.md §1)."""
+    """``--session``: an id every store accepts (spec/persistence.md §1)."""
     if not text:
         raise argparse.ArgumentTypeError("a session id must not be empty")
     try:
@@ -72,6 +72,12 @@ def _session_id(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8"
         ) from None
+    from ..store.ids import check_id  # the stores' own rule; imported only for --session
+
+    try:
+        check_id(text)
+    except ValueError as exc:  # too long (an argument cannot hold a NUL)
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 
