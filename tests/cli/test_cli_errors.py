@@ -306,3 +306,18 @@ def test_show_marks_a_committed_line_that_is_not_json(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     assert lines[1:2] == ["[0] turn/start 1"]
     assert lines[2].startswith("!! line 3: not JSON") and lines[3] == "   {nope"
+
+
+def test_show_marks_a_line_with_control_bytes_without_sending_them(tmp_path: Path) -> None:
+    # Raw control bytes make a line that is not JSON; shown, they must not reach the terminal.
+    path = tmp_path / "s.jsonl"
+    bad = b'{"seq":1,"text":"\x1b[2J\x1b]0;pwned\x07\r\x9b"}\n'
+    path.write_bytes(
+        HEADER0 + b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n' + bad + TURN_END
+    )
+    proc = cli("show", str(path))
+    assert proc.returncode == 2
+    lines = proc.stdout.splitlines()
+    assert lines[2].startswith("!! line 3: not JSON")
+    assert lines[3] == '   {"seq":1,"text":"␛[2J␛]0;pwned␇␍�"}'  # 0x9b alone: not UTF-8
+    assert not [ch for ch in proc.stdout if ch != "\n" and (ord(ch) < 0x20 or ord(ch) == 0x7F)]

@@ -87,6 +87,28 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
     assert " ".join(by_id["broken"][1:]) == f"- - - corrupt (trio-agent check {corrupt})"
 
 
+def test_sessions_shows_an_id_s_control_characters_and_quotes_it_in_a_hint(
+    tmp_path: Path,
+) -> None:
+    """An id is any text (spec/persistence.md §1): one holding an escape sequence is shown,
+    not sent to the terminal; the hint quotes an id as a shell needs it; a long id does not
+    widen the ID column of every row."""
+    opened = b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n'
+    write(tmp_path, "my \x1b]0;pwned\x07 session", opened)
+    write(tmp_path, "x" * 300, b"")
+    write(tmp_path, "short", b"")
+    proc = cli("sessions", "--root", str(tmp_path))
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert not [ch for ch in proc.stdout if ch != "\n" and (ord(ch) < 0x20 or ord(ch) == 0x7F)]
+    lines = proc.stdout.splitlines()
+    crashed = next(line for line in lines if line.startswith("my "))
+    assert crashed.endswith(
+        "crashed: turn 1 open (run --session 'my ␛]0;pwned␇ session' repairs it)"
+    )
+    short = next(line for line in lines if line.startswith("short "))
+    assert lines[0].index("TURNS") == len(short) - len(short[5:].lstrip()) == 42  # 40 + 2
+
+
 def test_sessions_of_a_missing_root(tmp_path: Path) -> None:
     proc = cli("sessions", "--root", str(tmp_path / "nope"))
     assert (proc.returncode, proc.stdout) == (2, "")

@@ -139,3 +139,43 @@ def test_lines_reach_emit_in_bounded_batches() -> None:
     timeline.finish()
     assert sum(batches) == 10_000
     assert max(batches) < 512 + 100 < 10_000
+
+
+#: A step whose call id, tool name and texts hold control characters (``@`` below; written as
+#: JSON escapes, as every writer must): a terminal would act on each of them.
+_CONTROLS = b"\\u001b[2J\\r\\t\\u0007\\u007f\\u009b"
+CONTROL_STEP = [
+    *OPEN_STEP,
+    *(
+        line.replace(b"@", _CONTROLS)
+        for line in (
+            b'{"seq":5,"time":1,"type":"assistant/chunk","data":{"turn":1,"step":1,'
+            b'"chunk":{"type":"text-delta","text":"@"}}}',
+            b'{"seq":6,"time":1,"type":"assistant/message","data":{"turn":1,"step":1,'
+            b'"message":{"id":"a","content":[{"type":"tool-call","id":"c@","name":"b@",'
+            b'"arguments":{}}]}}}',
+            b'{"seq":7,"time":1,"type":"tool/call","data":{"turn":1,"step":1,"callId":"c@",'
+            b'"name":"b@","arguments":{}}}',
+            b'{"seq":8,"time":1,"type":"tool/output","data":{"turn":1,"step":1,"callId":"c@",'
+            b'"stream":"stdout","text":"@\\n"}}',
+            b'{"seq":9,"time":1,"type":"tool/result","data":{"turn":1,"step":1,"callId":"c@",'
+            b'"content":"@","isError":false}}',
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["plain", "full"])
+def test_control_characters_of_the_log_are_shown_not_sent(full: bool) -> None:
+    data = encode_header(Header("s\x1b]0;x\x07", 0)) + b"\n".join(CONTROL_STEP) + b"\n"
+    fast, slow = both(data, color=False, full=full)
+    assert fast == slow
+    assert fast[0].startswith("session s␛]0;x␇ ") and fast[0].endswith(" 10 events")
+    shown = "\n".join(fast)
+    assert not [ch for ch in shown if ch != "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0)]
+    pictures = "␛[2J␍␉␇␡�"
+    assert f'streamed 1 chunk(s) "{pictures}"' in shown
+    assert f"assistant/message → b{pictures}#c{pictures}" in shown
+    assert f"tool/call b{pictures}#c{pictures} (dispatched)" in shown
+    assert f'tool/output c{pictures} stdout "{pictures}⏎"' in shown
+    assert f"tool/result c{pictures} ok: {pictures}" in shown

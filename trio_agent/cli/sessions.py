@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import shlex
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from ..log.render import visible
 from .dsn import is_dsn, redact
 from .errors import BROKEN, OK, UNREADABLE, CliError
 from .inputs import Probe, Reader, open_log, scan_live, store_where, stored_input, usage_error
@@ -31,7 +33,10 @@ def _session_row(
         scan, live = scan_live(where, strict=False, read=read)
     except CliError as exc:
         what = "corrupt" if exc.code == BROKEN else "unreadable"
-        check = where if store is None else f"--store {store} --session {session_id}"
+        if store is None:
+            check = shlex.quote(where)
+        else:
+            check = f"--store {shlex.quote(store)} --session {shlex.quote(session_id)}"
         return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
     last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
@@ -39,8 +44,9 @@ def _session_row(
         holder = live.holder() if live.lease is None else live.lease
         state = f"live ({holder})" + (f", turn {turn} running" if turn else "")
     elif turn is not None:
-        run = "" if store is None else f"--store {store} "
-        state = f"crashed: turn {turn} open (run {run}--session {session_id} repairs it)"
+        run = "" if store is None else f"--store {shlex.quote(store)} "
+        session = shlex.quote(session_id)
+        state = f"crashed: turn {turn} open (run {run}--session {session} repairs it)"
     else:
         state = "cold"
     turns = str(scan.checker.last_turn)
@@ -121,10 +127,18 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return OK
 
 
+#: The widest the ID column grows: a longer id (one may take 4,096 bytes) overflows its cell
+#: instead of pushing every row's other columns that far right.
+_ID_WIDTH = 40
+
+
 def _print_table(found: list[list[str]], out: TextIO) -> None:
+    """The rows under their heading, columns aligned. Every cell has its control characters
+    shown (``visible``): an id or a holder read from the store cannot drive the terminal."""
     rows = [["ID", "TURNS", "EVENTS", "LAST ACTIVITY", "STATE"]]
-    rows += found
+    rows += [[visible(cell) for cell in row] for row in found]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    widths[0] = min(widths[0], _ID_WIDTH)
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         out.write("  ".join([*cells, row[4]]) + "\n")

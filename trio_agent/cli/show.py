@@ -243,8 +243,10 @@ def _show(
                 )
                 json_line(out, violation)
             else:
+                from ..log.render import visible
+
                 long = len(raw) > 120 and not args.full
-                shown = (raw[:120] if long else raw).decode("utf-8", "replace")
+                shown = visible((raw[:120] if long else raw).decode("utf-8", "replace"))
                 shown += "..." if long else ""
                 mark = f"line {exc.line}: {str(exc).removeprefix(f'{path}:{exc.line}: ')}"
                 red, reset = ("\x1b[31m", "\x1b[0m") if color else ("", "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from .events import Event, Header
 from .rules import REPAIR_ONLY_CODES
@@ -24,11 +24,35 @@ _RED, _VIOLET, _YELLOW, _GREEN, _CYAN = "\x1b[31m", "\x1b[35m", "\x1b[33m", "\x1
 _DIM, _BOLD, _RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
 
 
+#: How a timeline shows the control characters of a log's strings, one character for one
+#: (spec/cli.md §``show --full`` and JSON output): a newline as ``⏎``, the other controls
+#: below U+0020 as their Unicode control pictures (``␛`` for ESC, ``␍`` for a carriage
+#: return, ``␉`` for a tab), DEL as ``␡``, and the controls U+0080-U+009F, which have no
+#: pictures, as ``�``. What a tool or a model wrote then cannot recolour, move the cursor
+#: over or retitle the terminal it is read in, nor break the one line an event takes.
+_VISIBLE: Final = (
+    {c: 0x2400 + c for c in range(0x20)}
+    | {0x0A: ord("⏎"), 0x7F: 0x2421}
+    | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+)
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters shown (:data:`_VISIBLE`), as long as it was."""
+    if text.isprintable():  # most ids and texts: nothing to do
+        return text
+    text = text.replace("\n", "⏎")  # the common control, and far cheaper than translate
+    # isprintable is false for some characters that are not controls too (a no-break space):
+    # translate leaves those as they are.
+    return text if text.isprintable() else text.translate(_VISIBLE)
+
+
 def _clip(text: str, width: int | None = 60) -> str:
-    """``text`` on one line (a newline shown as ``⏎``), cut to ``width`` characters with
-    ``…`` (``None``: whole)."""
-    text = text.replace("\n", "⏎")
-    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+    """``text`` on one line, its control characters shown (:func:`visible`), cut to ``width``
+    characters with ``…`` (``None``: whole)."""
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return visible(text)
 
 
 def _quote(text: str, width: int | None = 60) -> str:
@@ -39,8 +63,12 @@ def describe(event: Event, *, full: bool = False) -> str:
     """One short line for one event, without indentation (shared with the demo's log pane).
 
     Long texts (messages, tool output and results, error messages) are cut to a few dozen
-    characters; ``full`` prints them whole (still on one line, a newline shown as ``⏎``)."""
+    characters; ``full`` prints them whole. Every string of the log in it, ids and names
+    included, has its control characters shown (:func:`visible`): still one line."""
+    return visible(_describe(event, full=full))
 
+
+def _describe(event: Event, *, full: bool = False) -> str:
     def cut(width: int) -> int | None:
         return None if full else width
 
@@ -149,7 +177,7 @@ def _utc(ms: int) -> str:
 def timeline_header(header: Header, count: int) -> str:
     """The timeline's first line: the session, when it was created, how many events."""
     shown = f"{count} event" + ("" if count == 1 else "s")
-    return f"session {header.id}  created {_utc(header.created_at)}  {shown}"
+    return f"session {visible(header.id)}  created {_utc(header.created_at)}  {shown}"
 
 
 def render_timeline(

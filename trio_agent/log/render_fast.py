@@ -44,6 +44,7 @@ from .render import (
     _quote,
     describe,
     timeline_header,
+    visible,
 )
 from .scan import TornTail
 from .splice import SpliceKind, splice_kind
@@ -90,6 +91,7 @@ class TimelineLines:
         """Accepted lines of the log, in order (each may keep its newline), or what the scan
         accepted them as (its ``item_sink``: a typed envelope or the line)."""
         decode, run, out, width = _DECODE, self._run, self._out, self._output_width
+        call_id, shown_id = None, ""
         for line in lines:
             ev: Any = line
             if type(line) is bytes:
@@ -109,11 +111,16 @@ class TimelineLines:
             if run:
                 self._flush_run()
             d = ev.data
-            # describe's tool/output line, never emphasised (render._emphasis)
-            text = d.text.replace("\n", "⏎")
+            # describe's tool/output line, never emphasised (render._emphasis); _clip inline
+            text = d.text
             if width is not None and len(text) > width:
                 text = text[: width - 1] + "…"
-            out.append(f'{self._indent}[{ev.seq}] tool/output {d.call_id} {d.stream} "{text}"')
+            text = text.replace("\n", "⏎")
+            if not text.isprintable():
+                text = visible(text)
+            if d.call_id != call_id:  # a call's outputs come in a row: its id shown once
+                call_id, shown_id = d.call_id, visible(d.call_id)
+            out.append(f'{self._indent}[{ev.seq}] tool/output {shown_id} {d.stream} "{text}"')
         if len(out) >= _BATCH:
             self._emit(out)
             out.clear()
@@ -137,12 +144,12 @@ class TimelineLines:
         elif kind == "user/message":
             text = f"user/message {_quote(d['message']['text'], None if self._full else 60)}"
         elif kind == "tool/call":
-            text = f"tool/call {d['name']}#{d['callId']} (dispatched)"
+            text = f"tool/call {visible(d['name'])}#{visible(d['callId'])} (dispatched)"
             style = _CYAN
         elif kind == "tool/result" and d.get("error") is None:
             status = "error" if d["isError"] else "ok"
             content = _clip(d["content"], None if self._full else 40)
-            text = f"tool/result {d['callId']} {status}: {content}"
+            text = f"tool/result {visible(d['callId'])} {status}: {content}"
         elif kind == "agent/inbox/spliced":
             text = _describe_splice(d, full=self._full)
             style = _YELLOW if splice_kind(d) is SpliceKind.DROP else None
@@ -151,7 +158,7 @@ class TimelineLines:
             parts = [
                 _quote(block["text"], width)
                 if block["type"] == "text"
-                else f"→ {block['name']}#{block['id']}"
+                else f"→ {visible(block['name'])}#{visible(block['id'])}"
                 for block in d["message"]["content"]
             ]
             text = f"assistant/message {' '.join(parts) or '(empty)'}"
@@ -209,8 +216,8 @@ class TimelineLines:
 
     def _flush_run(self) -> None:
         run = self._run
-        text = "".join(
-            e.data["chunk"]["text"] if type(e) is Event else e.data.chunk.text for e in run
+        text = "".join(  # a list, not a generator: join makes one of it anyway
+            [e.data["chunk"]["text"] if type(e) is Event else e.data.chunk.text for e in run]
         )
         span = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
         quoted = _quote(text, None if self._full else 60)
