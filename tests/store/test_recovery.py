@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 from hypothesis import given, strategies as st
-from support.polling import until
+from support.polling import HANG_GUARD, until
 from support.proc import has_env, in_group, tagged
 from support.store.helpers import assert_valid_balanced, sha256
 from support.store.workload import workload
@@ -329,7 +329,7 @@ async def test_the_default_reaper_stops_a_real_orphaned_group(tmp_path: Path) ->
             session = await store.open("s")
             result = next(e for e in session.events if e.type == "tool/result")
         assert result.data["content"].endswith(REAPED_TEXTS["stopped"])
-        with trio.fail_after(60):  # hang guard: the group was signalled before open returned
+        with trio.fail_after(HANG_GUARD):  # the group was signalled before open returned
             await proc.wait()
         assert proc.returncode is not None and proc.returncode < 0
     finally:

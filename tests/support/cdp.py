@@ -30,6 +30,7 @@ import orjson
 import trio
 import trio_websocket
 
+from support.polling import HANG_GUARD
 from trio_agent.procs.census import group_members
 
 #: Names under which Debian and others install Chromium.
@@ -179,7 +180,7 @@ async def _read_port(profile: Path, proc: trio.Process, timeout: float) -> tuple
 
 @contextlib.asynccontextmanager
 async def launch_chromium(
-    profile: Path, *, executable: str | None = None, timeout: float = 30.0
+    profile: Path, *, executable: str | None = None, timeout: float = HANG_GUARD
 ) -> AsyncIterator[Browser]:
     """Start headless Chromium with a fresh profile and connect to it (see the module doc)."""
     exe = executable or find_chromium()

@@ -122,7 +122,8 @@ class TrioThread:
             raise value
         return value  # type: ignore[no-any-return]
 
-    def close(self, timeout: float = 30.0) -> None:
+    def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Stop the ``trio.run`` and join its thread (``timeout``: a hang guard, as for a call)."""
         if self._thread.is_alive() and self._stop is not None:
             with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
@@ -174,4 +175,4 @@ class InProcessAdapter:
         try:
             self._thread.call(self._host.aclose, timeout=self._timeout)
         finally:
-            self._thread.close()
+            self._thread.close(self._timeout)
