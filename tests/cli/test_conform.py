@@ -159,6 +159,20 @@ def test_junit_xml_has_a_testcase_per_vector_and_a_failure_per_failing_one(
     assert failed and all(name.startswith("fold/suffix-") for name in failed)  # type: ignore[union-attr]
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_junit_xml_on_a_full_disk_is_one_line_after_the_report() -> None:
+    """/dev/full takes the empty write conform tries first and refuses the report itself
+    (ENOSPC): the run's report is printed, then one line, exit 2 (it was exit 70)."""
+    result = conform(
+        "--only", "fold/empty", "--junit-xml", "/dev/full", port=[PY, "-m", "trio_agent"]
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith("1/1 vectors pass (")
+    assert result.stderr == (
+        "conform: /dev/full: cannot write the JUnit XML: No space left on device\n"
+    )
+
+
 def test_jobs_defaults_to_the_core_count_and_says_so() -> None:
     result = conform("--only", "fold/empty", port=[PY, "-m", "trio_agent"])
     assert result.returncode == 0, result.stderr

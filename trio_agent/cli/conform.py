@@ -621,7 +621,11 @@ def _junit(results: Sequence[CaseResult], command: Sequence[str], path: Path) ->
     ET.SubElement(root, "properties")
     prop = ET.SubElement(root[-1], "property", name="command")
     prop.set("value", " ".join(shlex.quote(c) for c in command))
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    try:  # in place, not renamed over: FILE may be a device or a pipe a CI reads
+        path.write_bytes(data)
+    except OSError as exc:  # a full disk, say: the run's report above stands
+        raise UsageError(f"{path}: cannot write the JUnit XML: {exc.strerror or exc}") from None
 
 
 class _Progress:

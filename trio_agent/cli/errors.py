@@ -98,7 +98,8 @@ CODES: dict[str, str] = {
     "conform": """\
   0    every selected vector passed
   1    some vector failed (each is listed)
-  2    also: the program cannot run (checked before any case)""",
+  2    also: the program cannot run (checked before any case), or the --junit-xml
+       FILE cannot be written (checked before any case, and after the report)""",
     "harness": """\
   0    every example passed
   1    the state machine found a failure (shrunk rules and reproduction printed)
