@@ -144,6 +144,52 @@ def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stderr) == (141, "")
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "LOG"],
+        ["check", "--json", "LOG"],
+        ["fold", "LOG"],
+        ["truncate", "LOG"],
+        ["show", "LOG"],  # the one-pass timeline: spilled, then copied to stdout
+        ["show", "--json", "LOG"],
+        ["sessions", "--root", "ROOT"],
+        ["conform", "--list"],
+        ["--version"],
+        ["check", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_a_full_stdout_is_one_line_and_exit_74(tmp_path: Path, argv: list[str]) -> None:
+    """stdout on a full disk (``/dev/full`` refuses every write with ENOSPC): one line, the
+    documented code, and no "Exception ignored" at the interpreter's exit. Every command here
+    ended in "internal error" (exit 70), and ``--help`` in exit 120 and a traceback."""
+    from trio_agent.log import Header, encode_event, encode_header
+    from trio_agent.testing.loggen import generate_log
+
+    log = tmp_path / "root" / "s1" / "session.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(
+        encode_header(Header("s1", 0)) + b"".join(map(encode_event, generate_log(1, 400)))
+    )
+    argv = [str(log) if a == "LOG" else str(tmp_path / "root") if a == "ROOT" else a for a in argv]
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [*CLI, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=HANG_GUARD,
+        )
+    assert (proc.returncode, proc.stderr) == (
+        74,
+        "trio-agent: cannot write stdout: No space left on device\n",
+    )
+
+
 # -- serve --------------------------------------------------------------------------------
 
 

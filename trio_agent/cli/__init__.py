@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..failures import leaves
-from .errors import INTERNAL, INTERRUPTED, PIPE_CLOSED, UNREADABLE, CliError
+from .errors import INTERNAL, INTERRUPTED, OUTPUT_FAILED, PIPE_CLOSED, UNREADABLE, CliError
 from .parser import COMMANDS, build_parser
 
 __all__ = ["main"]
@@ -34,6 +35,49 @@ def _silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+class OutputFailed(OSError):
+    """Writing the process's stdout failed (not a closed pipe: that stays a
+    :class:`BrokenPipeError`)."""
+
+
+class _StdoutFile(io.RawIOBase):
+    """File descriptor 1, whose write errors say that they are stdout's (:class:`OutputFailed`):
+    an ``OSError`` escaping a command is otherwise as likely a bug as a full disk under
+    ``trio-agent show FILE > out``."""
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 1
+
+    def isatty(self) -> bool:
+        return os.isatty(1)
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(1, data)
+        except (BrokenPipeError, BlockingIOError):
+            raise
+        except OSError as exc:
+            raise OutputFailed(exc.errno, exc.strerror) from None
+
+
+def _guarded_stdout() -> TextIO:
+    """A text stream on fd 1 like ``sys.stdout`` (its encoding, errors and buffering), over
+    :class:`_StdoutFile`. Installed as ``sys.stdout`` too, for what prints there (argparse's
+    help), so that one buffer holds everything bound for fd 1."""
+    stream = sys.stdout
+    guarded = io.TextIOWrapper(
+        io.BufferedWriter(_StdoutFile()),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=bool(stream.line_buffering),
+    )
+    sys.stdout = guarded
+    return guarded
 
 
 def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
@@ -53,6 +97,11 @@ def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
         if out is sys.stdout:
             _silence_stdout()
         return PIPE_CLOSED
+    failed = next((leaf for leaf in found if isinstance(leaf, OutputFailed)), None)
+    if failed is not None:
+        _silence_stdout()  # what is still buffered goes nowhere, and the exit stays quiet
+        print(f"trio-agent: cannot write stdout: {failed.strerror}", file=err)
+        return OUTPUT_FAILED
     leaf = next(x for x in found if not isinstance(x, BrokenPipeError))
     if os.environ.get("TRIO_AGENT_TRACEBACK"):
         import traceback
@@ -71,7 +120,9 @@ def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    out = out or sys.stdout
+    if out is None:
+        # The process's own stdout (not a test's stream): its write errors are told apart.
+        out = _guarded_stdout() if sys.stdout is sys.__stdout__ else sys.stdout
     err = err or sys.stderr
     try:
         parser = build_parser()
@@ -87,6 +138,13 @@ def main(
         module_name, function = COMMANDS[args.command]
         module = importlib.import_module(f"{__name__}.{module_name}")
         run: Callable[[argparse.Namespace, TextIO, TextIO], int] = getattr(module, function)
-        return run(args, out, err)
+        code = run(args, out, err)
     except BaseException as exc:  # the top: nothing escapes as a traceback
+        code = _report(exc, out, err)
+    if code in (PIPE_CLOSED, OUTPUT_FAILED):
+        return code  # stdout is pointed at /dev/null already
+    try:
+        out.flush()  # here, where a failure is reported, not in the interpreter's exit
+    except BaseException as exc:
         return _report(exc, out, err)
+    return code

@@ -38,12 +38,14 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-#: Exit codes beyond the file commands' (spec/cli.md §Exit codes).
-INTERRUPTED, PIPE_CLOSED, INTERNAL = 130, 141, 70
+#: Exit codes beyond the file commands' (spec/cli.md §Exit codes). 74 is sysexits.h's
+#: EX_IOERR.
+INTERRUPTED, PIPE_CLOSED, INTERNAL, OUTPUT_FAILED = 130, 141, 70, 74
 
 #: Exit codes that every command may return (spec/cli.md §Exit codes).
 COMMON_CODES = """\
   2    usage error (a bad option or argument)
+  74   stdout cannot be written (a full disk, an I/O error); nothing more is printed
   130  interrupted (Ctrl-C)
   141  stdout was closed by its reader (`| head`); nothing more is printed"""
 
