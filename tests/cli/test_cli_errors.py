@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.cli import CLI, cli, one_line
 from support.polling import HANG_GUARD
+from support.procenv import child_env
 
 from trio_agent import __version__
 
@@ -144,6 +145,12 @@ def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     assert (proc.returncode, proc.stderr) == (141, "")
 
 
+def _env(*, unbuffered: bool) -> dict[str, str]:
+    """A child's environment, with Python's stdout and stderr buffered or not (``-u``)."""
+    env = {k: v for k, v in child_env().items() if k != "PYTHONUNBUFFERED"}
+    return {**env, "PYTHONUNBUFFERED": "1"} if unbuffered else env
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
 @pytest.mark.parametrize(
     "argv",
@@ -161,10 +168,14 @@ def test_show_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     ],
     ids=" ".join,
 )
-def test_a_full_stdout_is_one_line_and_exit_74(tmp_path: Path, argv: list[str]) -> None:
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "python -u"])
+def test_a_full_stdout_is_one_line_and_exit_74(
+    tmp_path: Path, argv: list[str], unbuffered: bool
+) -> None:
     """stdout on a full disk (``/dev/full`` refuses every write with ENOSPC): one line, the
     documented code, and no "Exception ignored" at the interpreter's exit. Every command here
-    ended in "internal error" (exit 70), and ``--help`` in exit 120 and a traceback."""
+    ended in "internal error" (exit 70), and ``--help`` in exit 120 and a traceback (or, under
+    ``python -u``, in exit 0: argparse swallows the error)."""
     from trio_agent.log import Header, encode_event, encode_header
     from trio_agent.testing.loggen import generate_log
 
@@ -181,6 +192,7 @@ def test_a_full_stdout_is_one_line_and_exit_74(tmp_path: Path, argv: list[str]) 
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
+            env=_env(unbuffered=unbuffered),
             check=False,
             timeout=HANG_GUARD,
         )
@@ -188,6 +200,35 @@ def test_a_full_stdout_is_one_line_and_exit_74(tmp_path: Path, argv: list[str]) 
         74,
         "trio-agent: cannot write stdout: No space left on device\n",
     )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "python -u"])
+def test_a_full_stderr_is_exit_74_and_a_quiet_exit(tmp_path: Path, unbuffered: bool) -> None:
+    """The error line of a missing file cannot be written: nothing more can be said, and the
+    code says why (it was exit 1, the code of a log that breaks a rule, after a traceback
+    nobody could read). A run that prints nothing on stderr is not affected."""
+    env = _env(unbuffered=unbuffered)
+    good = tmp_path / "s.jsonl"
+    good.write_bytes(
+        HEADER0 + b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n' + TURN_END
+    )
+    codes = []
+    for argv in (["check", str(tmp_path / "missing")], ["check", str(good)], []):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run(
+                [*CLI, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=full,
+                env=env,
+                check=False,
+                timeout=HANG_GUARD,
+            )
+        codes.append(proc.returncode)
+        if argv[1:2] == [str(good)]:
+            assert proc.stdout.decode().endswith(": ok (2 events, 1 turn)\n")
+    assert codes == [74, 0, 74]  # the last: no COMMAND, whose usage goes to stderr
 
 
 # -- serve --------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ INTERRUPTED, PIPE_CLOSED, INTERNAL, OUTPUT_FAILED = 130, 141, 70, 74
 #: Exit codes that every command may return (spec/cli.md §Exit codes).
 COMMON_CODES = """\
   2    usage error (a bad option or argument)
-  74   stdout cannot be written (a full disk, an I/O error); nothing more is printed
+  74   stdout or stderr cannot be written (a full disk, an I/O error)
   130  interrupted (Ctrl-C)
   141  stdout was closed by its reader (`| head`); nothing more is printed"""
 

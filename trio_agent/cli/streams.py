@@ -1,0 +1,111 @@
+"""The process's stdout and stderr, whose write errors say which stream failed.
+
+An ``OSError`` escaping a command is as likely a bug as a full disk under ``trio-agent show
+FILE > out``; only a failure of the stream itself may be reported as one (spec/cli.md
+§trio-agent's own codes, exit 74). So when the command line runs as a process, fd 1 and fd 2
+are written through :class:`_StreamFile`, which turns an error into :class:`OutputFailed`
+naming the stream. A closed pipe stays a :class:`BrokenPipeError` (exit 141).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from typing import Any, TextIO
+
+__all__ = ["OutputFailed", "failure", "guard_std_streams", "say", "silence"]
+
+
+class OutputFailed(OSError):
+    """Writing ``stream`` (``"stdout"`` or ``"stderr"``) failed; not a closed pipe."""
+
+    def __init__(self, errno: int | None, strerror: str, stream: str) -> None:
+        super().__init__(errno, strerror)
+        self.stream = stream
+
+
+class _StreamFile(io.RawIOBase):
+    """File descriptor ``fd`` (1 or 2) as a raw stream whose write errors are
+    :class:`OutputFailed`. Closing it leaves the descriptor open, as ``RawIOBase`` does."""
+
+    def __init__(self, fd: int, name: str) -> None:
+        super().__init__()
+        self._fd, self._name = fd, name
+        #: The first write that failed: kept, as some callers swallow the error (argparse's
+        #: help and version do).
+        self.failed: OutputFailed | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(self._fd, data)
+        except (BrokenPipeError, BlockingIOError):
+            raise
+        except OSError as exc:
+            failed = OutputFailed(exc.errno, exc.strerror or str(exc), self._name)
+            self.failed = self.failed or failed
+            raise failed from None
+
+
+def _guarded(stream: TextIO, fd: int, name: str) -> TextIO:
+    """A text stream on ``fd`` buffered as ``stream`` is: over a buffer, or straight over the
+    raw file under ``python -u`` (``PYTHONUNBUFFERED``), line-buffered or written through."""
+    raw = _StreamFile(fd, name)
+    unbuffered = isinstance(getattr(stream, "buffer", None), io.RawIOBase)
+    under: Any = raw if unbuffered else io.BufferedWriter(raw)
+    return io.TextIOWrapper(
+        under,
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=bool(stream.line_buffering),
+        write_through=bool(getattr(stream, "write_through", False)),
+    )
+
+
+def guard_std_streams() -> tuple[TextIO, TextIO]:
+    """``sys.stdout`` and ``sys.stderr`` replaced by streams like them (encoding, errors,
+    buffering) over :class:`_StreamFile`, and returned. Only the interpreter's own streams
+    are replaced (not a test's capture): one buffer then holds everything bound for each
+    fd, argparse's help included."""
+    if sys.stdout is sys.__stdout__ and sys.stdout is not None:
+        sys.stdout = _guarded(sys.stdout, 1, "stdout")
+    if sys.stderr is sys.__stderr__ and sys.stderr is not None:
+        sys.stderr = _guarded(sys.stderr, 2, "stderr")
+    return sys.stdout, sys.stderr
+
+
+def failure(stream: TextIO) -> OutputFailed | None:
+    """The first write of ``stream`` that failed, if it is one :func:`guard_std_streams` made
+    (``None`` for any other stream)."""
+    under = getattr(stream, "buffer", None)
+    raw = getattr(under, "raw", under)
+    return raw.failed if isinstance(raw, _StreamFile) else None
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so that what it still holds, and the
+    interpreter's final flush, go nowhere quietly (after a closed pipe or a failed write)."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
+def say(err: TextIO, line: str) -> None:
+    """Print ``line`` on ``err``. If even that fails, nothing more can be said: the exit code
+    stands alone, and ``err`` is silenced so the interpreter's exit adds nothing."""
+    try:
+        print(line, file=err)
+        err.flush()
+    except (OSError, ValueError):
+        silence(err)
