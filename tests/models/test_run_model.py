@@ -115,6 +115,22 @@ async def test_an_unreachable_server_is_one_line(tmp_path: Path) -> None:
     assert line.startswith(f"trio-agent run: --model {url}: cannot reach the server: {url}/models")
 
 
+def test_a_model_url_the_adapters_refuse_is_a_usage_error(tmp_path: Path) -> None:
+    """Checked when parsed, before any request or any file: each was an internal error
+    (exit 70) or a "cannot reach" naming the URL, password and all."""
+    for url, says in (
+        ("http://[::1", "is not a URL: Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/v1", "is not a URL: Port out of range 0-65535"),
+        ("ftp://127.0.0.1/v1", "is not an http:// or https:// URL"),
+        ("http://127.0.0.1/\x1b[2J", "holds a control character or a space"),
+        ("http://me:s3cret@127.0.0.1:9/v1", "put no user or password in the URL"),
+    ):
+        line = one_line(cli("run", "--root", str(tmp_path / "r"), "--model", url), 2)
+        assert line.startswith("trio-agent run: argument --model: ") and says in line, line
+        assert "s3cret" not in line
+    assert not (tmp_path / "r").exists()
+
+
 async def test_the_key_comes_from_the_named_variable(tmp_path: Path) -> None:
     plays = [Play(events=(*text_events("ok"), "[DONE]"))]
     async with serve_provider(plays) as provider:

@@ -81,6 +81,18 @@ def _session_id(text: str) -> str:
     return text
 
 
+def _model_url(text: str) -> str:
+    """``run --model``: a URL the HTTP adapters take (spec/models.md), checked before any
+    request: an http:// or https:// URL with a host, a valid port, no user or password."""
+    from ..models.base_url import check_base_url  # only for --model
+
+    try:
+        check_base_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _demo_width(text: str) -> int:
     """``demo --width``: a whole number of columns, at least the narrowest layout."""
     from ..demo.terminal import MIN_WIDTH
@@ -258,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
+        type=_model_url,
         metavar="URL",
         help="chat with a model server (e.g. http://127.0.0.1:8080/v1) instead of the "
         "embedded bash-echo model",

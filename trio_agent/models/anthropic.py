@@ -17,6 +17,7 @@ import attrs
 
 from .anthropic_wire import StreamAssembler, request_body
 from .base import ModelRequest, StepContext
+from .base_url import check_base_url
 from .http import Limits, stream_answer
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicModel"]
@@ -48,7 +49,7 @@ class AnthropicModel:
         limits: Limits | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self.model = model
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self._headers = {

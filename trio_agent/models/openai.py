@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from .base import ModelRequest, StepContext
+from .base_url import check_base_url
 from .http import Limits, stream_answer
 from .openai_wire import StreamAssembler, request_body
 
@@ -53,7 +54,7 @@ class OpenAIChatModel:
         limits: Limits | None = None,
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = check_base_url(base_url)
         self.model = model
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._headers = {"accept": "text/event-stream", **(headers or {})}
