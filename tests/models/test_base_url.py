@@ -38,6 +38,8 @@ def test_a_url_the_adapters_take(url: str, kept: str) -> None:
         ("http://127.0.0.1/\x1b[2J", "holds a control character or a space"),
         ("http://127.0.0.1/a b", "holds a control character or a space"),
         ("http://user@127.0.0.1/v1", "put no user or password in the URL"),
+        ("http://127.0.0.1/v1?key=abc", "a base URL has no query or fragment"),
+        ("http://127.0.0.1/v1#x", "a base URL has no query or fragment"),
     ],
 )
 def test_a_url_they_refuse_and_why(url: str, says: str) -> None:
@@ -60,3 +62,5 @@ def test_a_password_is_never_in_the_message(password: str) -> None:
     message = _refusal(f"https://me:{password}@api.example.com/v1")
     assert message == _refusal("https://someone:x@api.example.com/v2")
     assert message.startswith("https://api.example.com...: put no user or password")
+    query = _refusal(f"https://api.example.com/v1?key={password}")
+    assert query == _refusal("https://api.example.com/v2?x")

@@ -15,8 +15,8 @@ __all__ = ["check_base_url"]
 
 def check_base_url(url: str) -> str:
     """``url`` without its trailing ``/``, if it is an ``http://`` or ``https://`` URL with a
-    host, a valid port, no user or password, and no control character or space; otherwise
-    ``ValueError`` saying which."""
+    host, a valid port, no query or fragment, no user or password, and no control character
+    or space; otherwise ``ValueError`` saying which."""
     if not url.isprintable() or any(ch.isspace() for ch in url):
         raise ValueError(f"{url!r} holds a control character or a space")
     try:
@@ -28,6 +28,11 @@ def check_base_url(url: str) -> str:
         raise ValueError(f"{url!r} is not an http:// or https:// URL")
     if not parts.hostname:
         raise ValueError(f"{url!r} names no host")
+    if parts.query or parts.fragment:
+        raise ValueError(  # without the URL: a query may hold a key
+            f"{parts.scheme}://{parts.hostname}...: a base URL has no query or fragment (the "
+            "adapter appends /chat/completions or /messages to it)"
+        )
     if parts.username is not None or parts.password is not None:
         raise ValueError(  # without the URL: it holds the secret
             f"{parts.scheme}://{parts.hostname}...: put no user or password in the URL (every "
