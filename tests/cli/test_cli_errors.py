@@ -16,6 +16,7 @@ import pytest
 from support.cli import CLI, cli, one_line
 from support.polling import HANG_GUARD
 from support.procenv import child_env
+from support.terminal import sent_to_terminal
 
 from trio_agent import __version__
 
@@ -407,4 +408,4 @@ def test_show_marks_a_line_with_control_bytes_without_sending_them(tmp_path: Pat
     lines = proc.stdout.splitlines()
     assert lines[2].startswith("!! line 3: not JSON")
     assert lines[3] == '   {"seq":1,"text":"␛[2J␛]0;pwned␇␍�"}'  # 0x9b alone: not UTF-8
-    assert not [ch for ch in proc.stdout if ch != "\n" and (ord(ch) < 0x20 or ord(ch) == 0x7F)]
+    assert not sent_to_terminal(proc.stdout)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.cli import NO_WITHOUT_DAC, WITHOUT_DAC, cli
 from support.polling import HANG_GUARD
+from support.terminal import sent_to_terminal
 
 from trio_agent.log import Header, encode_event, encode_header
 from trio_agent.store import JsonlStore
@@ -99,7 +100,7 @@ def test_sessions_shows_an_id_s_control_characters_and_quotes_it_in_a_hint(
     write(tmp_path, "short", b"")
     proc = cli("sessions", "--root", str(tmp_path))
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert not [ch for ch in proc.stdout if ch != "\n" and (ord(ch) < 0x20 or ord(ch) == 0x7F)]
+    assert not sent_to_terminal(proc.stdout)
     lines = proc.stdout.splitlines()
     crashed = next(line for line in lines if line.startswith("my "))
     assert crashed.endswith(

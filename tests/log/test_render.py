@@ -5,13 +5,9 @@ read in nor break the one line an event takes."""
 from __future__ import annotations
 
 from hypothesis import given, strategies as st
+from support.terminal import is_control
 
 from trio_agent.log.render import visible
-
-
-def is_control(ch: str) -> bool:
-    """Below U+0020, DEL, or U+0080-U+009F: what a terminal may act on instead of showing."""
-    return ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
 
 
 @given(st.text())

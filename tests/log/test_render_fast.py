@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 from support.log_prefixes import CALL_DISPATCHED, OPEN_STEP
+from support.terminal import sent_to_terminal
 from support.vector_files import VECTOR_FILES
 
 from trio_agent.log import (
@@ -172,7 +173,7 @@ def test_control_characters_of_the_log_are_shown_not_sent(full: bool) -> None:
     assert fast == slow
     assert fast[0].startswith("session s␛]0;x␇ ") and fast[0].endswith(" 10 events")
     shown = "\n".join(fast)
-    assert not [ch for ch in shown if ch != "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0)]
+    assert not sent_to_terminal(shown)
     pictures = "␛[2J␍␉␇␡�"
     assert f'streamed 1 chunk(s) "{pictures}"' in shown
     assert f"assistant/message → b{pictures}#c{pictures}" in shown
