@@ -118,13 +118,18 @@ def test_sessions_of_a_missing_root(tmp_path: Path) -> None:
     )
 
 
-def test_sessions_passes_over_a_fifo_in_a_log_s_place(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_sessions_passes_over_a_non_file_in_a_log_s_place(tmp_path: Path, kind: str) -> None:
     """A FIFO where a session's log belongs once blocked the listing for ever (nobody opens
-    its other end here); it is not a log, so it is not listed."""
+    its other end here), and a directory there failed it ("cannot read: Is a directory",
+    exit 2). Neither is a log, so neither is listed."""
     write(tmp_path, "real", b"")
-    fifo = JsonlStore(tmp_path).path_of("piped")
-    fifo.parent.mkdir()
-    os.mkfifo(fifo)
+    other = JsonlStore(tmp_path).path_of("other")
+    other.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(other)
+    else:
+        other.mkdir()
     proc = cli("sessions", "--root", str(tmp_path))
     assert (proc.returncode, proc.stderr) == (0, "")
     assert [line.split()[0] for line in proc.stdout.splitlines()] == ["ID", "real"]

@@ -120,6 +120,20 @@ async def test_listing_passes_over_a_fifo_without_blocking(tmp_path: Path) -> No
         assert await store.session_ids() == ["real"]
 
 
+async def test_listing_passes_over_what_is_not_a_log_file(tmp_path: Path) -> None:
+    """A directory, a device or a dangling link in a log's place is not a log: not listed,
+    and no reason to fail the listing (a directory once failed it with IsADirectoryError)."""
+    async with JsonlStore(tmp_path, reap_orphans=None) as store:
+        await (await store.create("real")).aclose()
+        (session_dir(tmp_path, "dir") / "session.jsonl").mkdir()
+        (session_dir(tmp_path, "dev") / "session.jsonl").symlink_to("/dev/null")
+        (session_dir(tmp_path, "gone") / "session.jsonl").symlink_to(tmp_path / "nothing")
+        (tmp_path / "stray-file").write_bytes(b"not a session directory\n")
+        assert await store.session_ids() == ["real"]
+        with pytest.raises(NotALogFile, match="is a directory, not a log file"):
+            await store.open("dir")
+
+
 # -- ids ------------------------------------------------------------------------------------------
 
 

@@ -468,10 +468,17 @@ def _read_header(path: Path) -> Header | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        # Asked of the descriptor before it becomes a file object: open() refuses a
+        # directory's descriptor with IsADirectoryError, which is no reason to fail a listing.
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
     with open(fd, "rb") as f:
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
             first = f.readline(1 << 20)
         except OSError:
             return None
