@@ -7,18 +7,21 @@ case, the expectation and the answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support import proc
 from support.cli import CLI, cli, no_traceback, one_line
 from support.hostile_programs import DEEPLY_NESTED, HOSTILE, LONE_SURROGATE
-from support.polling import HANG_GUARD
+from support.polling import HANG_GUARD, until_sync
 from support.procenv import child_env
 
 PY = sys.executable
@@ -336,6 +339,80 @@ def test_a_case_that_hangs_or_floods_fails_alone(tmp_path: Path) -> None:
     assert "more than 100000 bytes of output (--max-output); killed" in out
     assert re.search(r"^valid\s+1/1\s+pass$", out, re.M), out
     assert "1/3 vectors pass; 2 fail" in out
+
+
+#: Our CLI, but ``fold`` first starts a sleeper it never waits for, and writes its pid to
+#: the file named by the second argument: in the port's process group holding the port's
+#: output (``holds-output``), in the group with its output on /dev/null (``quiet``), or in a
+#: session of its own holding the output (``escaped``); with ``always``, every command
+#: starts one as ``holds-output`` does.
+LEAVES_WORK = """
+import subprocess, sys
+mode, pidfile, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+if "fold" in args or mode == "always":
+    quiet = subprocess.DEVNULL if mode == "quiet" else None
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(3600)"],
+        stdout=quiet,
+        stderr=quiet,
+        start_new_session=mode == "escaped",
+    )
+    open(pidfile, "w").write(str(sleeper.pid))
+sys.exit(subprocess.run([sys.executable, "-m", "trio_agent", *args]).returncode)
+"""
+
+
+@pytest.mark.parametrize("mode", ["holds-output", "quiet", "escaped"])
+def test_a_command_that_leaves_work_behind_fails_its_case(tmp_path: Path, mode: str) -> None:
+    """A command has answered when it has exited and its group is empty. What it left in
+    its group is killed as it exits (conform once waited for --timeout when that held the
+    output, and left it running for ever when it did not); what left the group and holds
+    the output is waited for until --timeout, said, and not killed."""
+    port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
+    port.write_text(LEAVES_WORK)
+    # Only the escaped sleeper is waited for; in the other modes a --timeout reached would
+    # be the bug, and the hang guard fails the test first.
+    timeout = "2" if mode == "escaped" else str(10 * GUARD)
+    only = ["--only", "fold/empty", "--only", "valid/one-turn-completed"]
+    result = no_traceback(
+        conform("--timeout", timeout, *only, port=[PY, str(port), mode, str(pidfile)])
+    )
+    sleeper = int(pidfile.read_text())
+    try:
+        assert result.returncode == 1, result.stdout + result.stderr
+        out = result.stdout
+        assert "FAIL fold/empty" in out and "1/2 vectors pass; 1 fail" in out, out
+        if mode == "escaped":
+            assert (
+                "exit 0, but its output was still open after 2s (--timeout): held by a "
+                "process that left its process group (not killed)"
+            ) in out, out
+            assert proc.alive(sleeper)  # not ours to kill: conform never signals outside
+        else:
+            left = rf"exit 0, but left 1 process \(pid {sleeper} [^)\s]+\) running in its group"
+            assert re.search(left + "; killed", out), out
+            until_sync(lambda: not proc.alive(sleeper))  # the kernel's word: it is gone
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(sleeper, signal.SIGKILL)
+
+
+def test_a_program_that_leaves_work_behind_cannot_run(tmp_path: Path) -> None:
+    port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
+    port.write_text(LEAVES_WORK)
+    result = conform("--timeout", str(10 * GUARD), port=[PY, str(port), "always", str(pidfile)])
+    sleeper = int(pidfile.read_text())
+    try:
+        line = one_line(result, 2)
+        assert re.fullmatch(
+            rf"conform: .* cannot run as a port: `check MISSING-FILE` gave exit 2, but left 1 "
+            rf"process \(pid {sleeper} [^)\s]+\) running in its group; killed; no vector was run",
+            line,
+        ), line
+        until_sync(lambda: not proc.alive(sleeper))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(sleeper, signal.SIGKILL)
 
 
 def test_usage_errors_are_one_line_exit_2() -> None:

@@ -13,6 +13,7 @@ from support.proc import alive, in_group, state
 from support.tools.testlib import wait_members
 
 from trio_agent.procs.census import boot_id, group_members, parse_identity, process_identity
+from trio_agent.procs.group_kill import kill_group_until_gone
 from trio_agent.procs.terminate import terminate_group
 
 
@@ -155,3 +156,23 @@ async def test_refuses_to_signal_reserved_or_own_groups() -> None:
 def test_group_members_of_unused_pgid_is_empty() -> None:
     # Above any possible pid_max (2**22), so no process can have it.
     assert group_members(2**22 + 12345) == []
+
+
+async def test_kill_group_until_gone_returns_once_the_kernel_says_so() -> None:
+    """The blocking kill (the harness's pipe adapter, conform): when it returns, no member
+    is alive by the tests' own probe, with no wait of the test's own; the leader, still
+    running when the kill began, is a zombie for its parent to reap."""
+    proc = await _spawn(["bash", "-c", "sleep 100 & sleep 100 & wait"])
+    before = await wait_members(proc.pid, 3)
+    killed = await trio.to_thread.run_sync(kill_group_until_gone, proc.pid)
+    assert sorted(killed) == sorted(before)
+    assert in_group(proc.pid) == []
+    assert state(proc.pid) == "Z"  # not reaped: the group id stayed pinned throughout
+    assert await proc.wait() == -signal.SIGKILL
+    assert kill_group_until_gone(2**22 + 12345) == []  # no such group: nothing to do
+
+
+def test_kill_group_until_gone_refuses_reserved_or_own_groups() -> None:
+    for pgid in (0, 1, os.getpgrp()):
+        with pytest.raises(ValueError, match="refusing to signal"):
+            kill_group_until_gone(pgid)

@@ -22,7 +22,6 @@ diff for every mismatched ``repair``, ``fold`` and ``truncate`` output.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
 import fnmatch
 import json
@@ -30,7 +29,6 @@ import os
 import re
 import selectors
 import shlex
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -40,6 +38,8 @@ from typing import Any, Final, TextIO
 import attrs
 
 from ..log.codec import MAX_DEPTH, too_deep
+from ..procs.census import group_members
+from ..procs.group_kill import kill_group_until_gone
 from ..spec_files import SpecMissing, spec_root
 from .program import ProgramCommand, UsageError
 
@@ -96,11 +96,18 @@ def run_bounded(
     argv: Sequence[str], *, timeout: float, limit: int, budget: float | None = None
 ) -> Answer:
     """Run ``argv`` (stdin ``/dev/null``, its own process group) to its end, capturing each of
-    stdout and stderr up to ``limit`` bytes. A program that writes more, or is still running
-    after ``timeout`` seconds, is killed with its whole group and answered as exit -1 with the
-    reason on stderr (naming ``budget``, the ``--timeout`` it is part of, when given). A
-    program that cannot be started raises :class:`OSError`."""
-    late = f"no answer within {budget if budget is not None else timeout:g}s (--timeout); killed"
+    stdout and stderr up to ``limit`` bytes (spec/cli.md §Running the vectors).
+
+    A command has answered when it has exited, its group is empty and both pipes are at
+    end-of-file. Processes it left running in its group are killed the moment it exits, and
+    the answer is exit -1 naming them: a command must leave no work behind. A program that
+    writes more than ``limit``, or has not answered after ``timeout`` seconds, is killed with
+    its whole group and answered as exit -1 with the reason on stderr (naming ``budget``, the
+    ``--timeout`` it is part of, when given). "Killed" is said once the kernel says the
+    group is gone (:func:`~trio_agent.procs.group_kill.kill_group_until_gone`). Once the
+    program has exited, a pipe still open or still flooding is held by a process that left
+    its group: that is said, and it is not killed. A program that cannot be started raises
+    :class:`OSError`."""
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -108,49 +115,90 @@ def run_bounded(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    # Readable once the leader has exited. Until it is reaped (below) the zombie pins its
+    # group id, so the group can be scanned and signalled without hitting a reused id.
+    exited = os.pidfd_open(proc.pid)
     deadline = time.monotonic() + timeout
     out: dict[int, bytearray] = {}
-    why = ""
-    with selectors.DefaultSelector() as sel:
-        for stream in (proc.stdout, proc.stderr):
-            assert stream is not None
-            os.set_blocking(stream.fileno(), False)
-            sel.register(stream.fileno(), selectors.EVENT_READ)
-            out[stream.fileno()] = bytearray()
-        while sel.get_map() and not why:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                why = late
-                break
-            for key, _ in sel.select(left):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fd)
-                    continue
-                buf = out[key.fd]
-                buf += chunk
-                if len(buf) > limit:
-                    del buf[limit:]
-                    why = f"more than {limit} bytes of output (--max-output); killed"
+    late = flooded = False
+    left = ""  # the processes found in the group when the leader exited
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(exited, selectors.EVENT_READ)
+            for stream in (proc.stdout, proc.stderr):
+                assert stream is not None
+                os.set_blocking(stream.fileno(), False)
+                sel.register(stream.fileno(), selectors.EVENT_READ)
+                out[stream.fileno()] = bytearray()
+            while sel.get_map() and not flooded:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    late = True
                     break
-    if not why:
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            why = late
-    if why:
-        # The group is pinned by the unreaped leader: no other process can hold its id.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+                for key, _ in sel.select(wait):
+                    if key.fd == exited:
+                        sel.unregister(exited)
+                        members = group_members(proc.pid)  # the zombie leader is not one
+                        if members:
+                            left = _processes(members)  # named before they are killed
+                            kill_group_until_gone(proc.pid)
+                        continue
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        continue
+                    buf = out[key.fd]
+                    buf += chunk
+                    if len(buf) > limit:
+                        del buf[limit:]
+                        flooded = True
+                        break
+            running = exited in sel.get_map()
+        if late or flooded:
+            kill_group_until_gone(proc.pid)  # still pinned: the leader runs or is unreaped
         proc.wait()
+    finally:
+        os.close(exited)
     assert proc.stdout is not None and proc.stderr is not None
     stdout = bytes(out[proc.stdout.fileno()]).decode("utf-8", "replace")
     stderr = bytes(out[proc.stderr.fileno()]).decode("utf-8", "replace")
     proc.stdout.close()
     proc.stderr.close()
-    if why:
-        return Answer(tuple(argv), -1, stdout, (stderr + "\n" if stderr else "") + why)
-    return Answer(tuple(argv), proc.returncode, stdout, stderr)
+    code = proc.returncode
+    outside = "held by a process that left its process group (not killed)"
+    if flooded:
+        why = f"more than {limit} bytes of output (--max-output)" + (
+            "; killed" if running else f", exit {code}, but the output is {outside}"
+        )
+    elif late:
+        shown = f"{budget if budget is not None else timeout:g}s (--timeout)"
+        if running:
+            why = f"no answer within {shown}; killed"
+        else:
+            why = f"exit {code}, but its output was still open after {shown}: {outside}"
+    elif left:
+        why = f"exit {code}, but left {left} running in its group; killed"
+    else:
+        return Answer(tuple(argv), code, stdout, stderr)
+    return Answer(tuple(argv), -1, stdout, (stderr + "\n" if stderr else "") + why)
+
+
+def _processes(pids: Sequence[int]) -> str:
+    """``1 process (pid 7 sleep)``, ``3 processes (pids 7 sleep, 8 sh, 9 sleep)``: at most
+    five named, each with its command name as /proc has it."""
+    named = ", ".join(f"{pid} {_command_name(pid)}" for pid in pids[:5])
+    more = ", ..." if len(pids) > 5 else ""
+    if len(pids) == 1:
+        return f"1 process (pid {named})"
+    return f"{len(pids)} processes (pids {named}{more})"
+
+
+def _command_name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read(64).decode("utf-8", "replace").strip() or "?"
+    except OSError:
+        return "?"
 
 
 class _Runner:
@@ -572,9 +620,9 @@ def vector_problem(vector: Any) -> str | None:
 def preflight(command: Sequence[str], tmp: Path, *, timeout: float, limit: int) -> None:
     """Refuse, before any case, a program that cannot run: one that cannot be started, dies
     of a signal, exits 126 or 127 (a shell's "cannot execute" and "not found"), hangs, floods
-    its output, or answers ``check`` on a missing file with exit 0 and nothing at all (a
-    program that does nothing). spec/cli.md wants exit 2 and one line there; any other
-    answer is left to the vectors."""
+    its output, leaves work behind (:func:`run_bounded`), or answers ``check`` on a missing
+    file with exit 0 and nothing at all (a program that does nothing). spec/cli.md wants
+    exit 2 and one line there; any other answer is left to the vectors."""
     missing = tmp / "no-such-file.jsonl"
     shown = " ".join(shlex.quote(c) for c in command)
     try:

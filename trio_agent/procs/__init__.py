@@ -1,6 +1,7 @@
 """A tool call's processes as the kernel sees them: the ``/proc`` census (:mod:`.census`),
-kernel containment (:mod:`.containment`), termination (:mod:`.terminate`) and cold recovery's
-look for orphans (:mod:`.orphans`); spec/tools.md. Below both the store, which reaps on every
+kernel containment (:mod:`.containment`), termination (:mod:`.terminate`, and
+:mod:`.group_kill` for callers without trio) and cold recovery's look for orphans
+(:mod:`.orphans`); spec/tools.md. Below both the store, which reaps on every
 cold open, and the tools, which spawn and stop.
 
 ``reap_orphans`` is loaded on first use: the census is pure ``/proc`` reading, and a caller

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import select
 import signal
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from typing import Any, Final
 import orjson
 
 from ..log.codec import MAX_DEPTH, too_deep
-from ..procs.census import group_members
+from ..procs.group_kill import kill_group_until_gone, wait_exited
 from .protocol import MAX_LINE, AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
 
@@ -155,25 +154,6 @@ class PipeAdapter:
             self._stderr_done.wait(self._timeout)
         return bytes(self._stderr).decode(errors="replace")
 
-    def _kill_group(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the implementation's whole process group (it leads it) and return only once
-        no member of it is alive.
-
-        SIGKILL is delivered asynchronously: a member may still be running for a moment after
-        ``killpg`` returns, and the pipe's end-of-file only says that the last writer closed
-        stdout, not that every member has exited. So wait on each member's pidfd (readable
-        when it has exited), with no time limit: a SIGKILLed process always exits. Rescan
-        until a scan finds nobody, which also catches a member forked just before the kill.
-        """
-        while True:
-            members = group_members(proc.pid)
-            if not members:
-                return
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            for pid in members:
-                _wait_exited(pid)
-
     def _reap(self) -> int | None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -185,8 +165,8 @@ class PipeAdapter:
         # whatever is left, a wrapper's other children included, while the exited but unreaped
         # leader still pins the group id, so no later process can have taken that number.
         # Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
-        _wait_exited(proc.pid, self._timeout)
-        self._kill_group(proc)
+        wait_exited(proc.pid, self._timeout)
+        kill_group_until_gone(proc.pid)
         return proc.wait()
 
     # -- Adapter -------------------------------------------------------------------------------
@@ -314,14 +294,14 @@ class PipeAdapter:
         """Kill the implementation's group and reap it (a request the driver gave up on)."""
         proc = self._proc
         if proc is not None:
-            self._kill_group(proc)
+            kill_group_until_gone(proc.pid)
             self._reap()
 
     def crash(self) -> None:
         proc = self._proc
         if proc is None:
             raise AdapterError("nothing to crash")
-        self._kill_group(proc)
+        kill_group_until_gone(proc.pid)
         code = self._reap()
         if code != -signal.SIGKILL:
             raise AdapterError(f"the implementation exited with {code} instead of dying")
@@ -342,27 +322,8 @@ class PipeAdapter:
             pass
         finally:
             if self._proc is not None:
-                self._kill_group(self._proc)
+                kill_group_until_gone(self._proc.pid)
                 self._reap()
-
-
-def _wait_exited(pid: int, timeout: float | None = None) -> None:
-    """Block until process ``pid`` (not necessarily our child) has exited, without reaping it,
-    or until ``timeout`` seconds passed (a hang guard; the caller kills afterwards)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return  # already gone
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        if timeout is not None:
-            poller.poll(int(timeout * 1000))
-            return
-        while not poller.poll():
-            pass
-    finally:
-        os.close(fd)
 
 
 def _is_crash_fire(entry: dict[str, Any]) -> bool:
