@@ -415,6 +415,55 @@ def test_a_program_that_leaves_work_behind_cannot_run(tmp_path: Path) -> None:
             os.kill(sleeper, signal.SIGKILL)
 
 
+#: Our CLI, but the commands named by the first argument (``fold``, or ``check`` for the
+#: preflight's) write the pid of a sleeper in the port's group to the file named by the
+#: second argument, then wait for it for ever.
+HANGS_ON = """
+import subprocess, sys
+verb, pidfile, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+if verb in args:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    open(pidfile, "w").write(str(sleeper.pid))
+    sleeper.wait()
+sys.exit(subprocess.run([sys.executable, "-m", "trio_agent", *args]).returncode)
+"""
+
+
+@pytest.mark.parametrize("verb", ["fold", "check"])
+def test_ctrl_c_kills_the_running_commands_and_exits_130(tmp_path: Path, verb: str) -> None:
+    """The port's commands run in sessions of their own, where the terminal's Ctrl-C does not
+    go: conform once went on waiting for them (up to --timeout) after it, and a second one
+    left them running. Now it kills every running command's group, then exits 130; in a
+    case (``fold``) or in the preflight (``check MISSING-FILE``)."""
+    port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
+    port.write_text(HANGS_ON)
+    argv = [*CLI, "conform", "--timeout", str(10 * GUARD), "--only", "fold/empty"]
+    conforming = subprocess.Popen(
+        [*argv, "--", PY, str(port), verb, str(pidfile)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=child_env(),
+    )
+    try:
+        sleeper = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
+        assert proc.alive(sleeper)
+        conforming.send_signal(signal.SIGINT)
+        _, err = conforming.communicate(timeout=HANG_GUARD)
+        assert conforming.returncode == 130, err
+        assert "Traceback" not in err, err
+        assert not proc.alive(sleeper)  # killed before conform exited: no wait of ours
+    finally:
+        if conforming.poll() is None:
+            conforming.kill()
+            conforming.communicate()
+        if pidfile.exists() and pidfile.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 def test_usage_errors_are_one_line_exit_2() -> None:
     result = conform(port=[])
     assert result.returncode == 2

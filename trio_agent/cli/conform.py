@@ -22,8 +22,10 @@ diff for every mismatched ``repair``, ``fold`` and ``truncate`` output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -92,8 +94,36 @@ class CaseResult:
         return not self.problems
 
 
+class Interrupt:
+    """Ctrl-C, handed from the main thread to the cases running in the pool: :meth:`set`
+    makes a pipe readable, which every :func:`run_bounded` watching it sees at once; each
+    then kills its own command's group (the thread that reaps a leader is the one that
+    signals its group, so no group id is signalled after its leader was reaped)."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        self.is_set = False
+
+    def fileno(self) -> int:
+        return self._read
+
+    def set(self) -> None:
+        if not self.is_set:
+            self.is_set = True
+            os.write(self._write, b"!")  # never read: it stays readable for every watcher
+
+    def close(self) -> None:
+        os.close(self._read)
+        os.close(self._write)
+
+
 def run_bounded(
-    argv: Sequence[str], *, timeout: float, limit: int, budget: float | None = None
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    limit: int,
+    budget: float | None = None,
+    interrupt: Interrupt | None = None,
 ) -> Answer:
     """Run ``argv`` (stdin ``/dev/null``, its own process group) to its end, capturing each of
     stdout and stderr up to ``limit`` bytes (spec/cli.md §Running the vectors).
@@ -106,8 +136,10 @@ def run_bounded(
     ``--timeout`` it is part of, when given). "Killed" is said once the kernel says the
     group is gone (:func:`~trio_agent.procs.group_kill.kill_group_until_gone`). Once the
     program has exited, a pipe still open or still flooding is held by a process that left
-    its group: that is said, and it is not killed. A program that cannot be started raises
-    :class:`OSError`."""
+    its group: that is said, and it is not killed. When ``interrupt`` is set, or the call is
+    interrupted in its own thread (``KeyboardInterrupt``), the group is killed at once; the
+    first answers exit -1 ``interrupted; killed``, the second propagates. A program that
+    cannot be started raises :class:`OSError`."""
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.DEVNULL,
@@ -120,22 +152,30 @@ def run_bounded(
     exited = os.pidfd_open(proc.pid)
     deadline = time.monotonic() + timeout
     out: dict[int, bytearray] = {}
-    late = flooded = False
+    late = flooded = interrupted = False
     left = ""  # the processes found in the group when the leader exited
     try:
         with selectors.DefaultSelector() as sel:
             sel.register(exited, selectors.EVENT_READ)
+            if interrupt is not None:
+                sel.register(interrupt.fileno(), selectors.EVENT_READ)
             for stream in (proc.stdout, proc.stderr):
                 assert stream is not None
                 os.set_blocking(stream.fileno(), False)
                 sel.register(stream.fileno(), selectors.EVENT_READ)
                 out[stream.fileno()] = bytearray()
-            while sel.get_map() and not flooded:
+            # Until the leader has exited and both pipes are at end-of-file (the interrupt's
+            # pipe, also watched, never ends).
+            awaited = {exited, *out}
+            while awaited & sel.get_map().keys() and not (flooded or interrupted):
                 wait = deadline - time.monotonic()
                 if wait <= 0:
                     late = True
                     break
                 for key, _ in sel.select(wait):
+                    if interrupt is not None and key.fd == interrupt.fileno():
+                        interrupted = True
+                        break
                     if key.fd == exited:
                         sel.unregister(exited)
                         members = group_members(proc.pid)  # the zombie leader is not one
@@ -154,9 +194,13 @@ def run_bounded(
                         flooded = True
                         break
             running = exited in sel.get_map()
-        if late or flooded:
+        if late or flooded or interrupted:
             kill_group_until_gone(proc.pid)  # still pinned: the leader runs or is unreaped
         proc.wait()
+    except BaseException:  # Ctrl-C in this thread (the preflight): leave nothing running
+        kill_group_until_gone(proc.pid)
+        proc.wait()
+        raise
     finally:
         os.close(exited)
     assert proc.stdout is not None and proc.stderr is not None
@@ -166,7 +210,9 @@ def run_bounded(
     proc.stderr.close()
     code = proc.returncode
     outside = "held by a process that left its process group (not killed)"
-    if flooded:
+    if interrupted:
+        why = "interrupted; killed"
+    elif flooded:
         why = f"more than {limit} bytes of output (--max-output)" + (
             "; killed" if running else f", exit {code}, but the output is {outside}"
         )
@@ -205,24 +251,38 @@ class _Runner:
     """Runs the port's commands on one case file, each distinct command line once, all of
     them within one ``timeout`` (the case's)."""
 
-    def __init__(self, command: Sequence[str], path: Path, timeout: float, limit: int) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        path: Path,
+        timeout: float,
+        limit: int,
+        interrupt: Interrupt | None,
+    ) -> None:
         self.command = list(command)
         self.path = str(path)
         self._answers: dict[tuple[str, ...], Answer] = {}
         self._deadline = time.monotonic() + timeout
         self._timeout = timeout
         self._limit = limit
+        self._interrupt = interrupt
 
     def __call__(self, *args: str) -> Answer:
         argv = (*self.command, *args, self.path)
         if argv not in self._answers:
             left = self._deadline - time.monotonic()
-            if left <= 0:
+            if self._interrupt is not None and self._interrupt.is_set:
+                answer = Answer(argv, -1, "", "not run: interrupted")
+            elif left <= 0:
                 answer = Answer(argv, -1, "", f"not run: the case used up its {self._timeout:g}s")
             else:
                 try:
                     answer = run_bounded(
-                        argv, timeout=left, limit=self._limit, budget=self._timeout
+                        argv,
+                        timeout=left,
+                        limit=self._limit,
+                        budget=self._timeout,
+                        interrupt=self._interrupt,
                     )
                 except OSError as exc:
                     answer = Answer(argv, -1, "", f"cannot run: {exc}")
@@ -319,14 +379,16 @@ def run_case(
     *,
     timeout: float = TIMEOUT,
     limit: int = MAX_OUTPUT,
+    interrupt: Interrupt | None = None,
 ) -> CaseResult:
-    """Check one vector against the port (spec/cli.md §Running the vectors)."""
+    """Check one vector against the port (spec/cli.md §Running the vectors); once
+    ``interrupt`` is set, its commands are killed and the rest are not run."""
     case_dir = tmp / cid.replace("/", "__")
     case_dir.mkdir(parents=True, exist_ok=True)
     path = case_dir / "log.jsonl"
     data = file_bytes(vector)
     path.write_bytes(data)
-    run = _Runner(command, path, timeout, limit)
+    run = _Runner(command, path, timeout, limit, interrupt)
     p = str(path)
     expect = vector["expect"]
     problems: list[str] = []
@@ -723,7 +785,8 @@ def conform(
         jobs = min(jobs, len(vectors))
         default = " (--jobs defaults to the core count)" if jobs_default else ""
         print(f"{len(vectors)} cases, {jobs} at once{default}", file=out, flush=True)
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
+        interrupt = Interrupt()
+        with contextlib.closing(interrupt), ThreadPoolExecutor(max_workers=jobs) as pool:
             items = iter(vectors.items())
             running: set[Future[CaseResult]] = set()
 
@@ -731,9 +794,10 @@ def conform(
                 item = next(items, None)
                 if item is None:
                     return False
-                running.add(
-                    pool.submit(run_case, command, *item, Path(tmp), timeout=timeout, limit=limit)
+                case = functools.partial(
+                    run_case, timeout=timeout, limit=limit, interrupt=interrupt
                 )
+                running.add(pool.submit(case, command, *item, Path(tmp)))
                 return True
 
             # At most ``jobs`` cases in flight, so that -x stops the run promptly.
@@ -749,6 +813,13 @@ def conform(
                         stopped = stopped or (exitfirst and not result.ok)
                     while not stopped and len(running) < jobs and submit():
                         pass
+            except KeyboardInterrupt:
+                # Ctrl-C reaches this thread only: the commands run in sessions of their
+                # own, where the terminal's signal does not go. Each case kills its command's
+                # group and returns; then the interrupt goes on up (exit 130).
+                interrupt.set()
+                wait(running)
+                raise
             finally:
                 progress.clear()
     results = [done[cid] for cid in vectors if cid in done]
