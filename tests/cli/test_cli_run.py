@@ -114,6 +114,25 @@ def test_second_ctrl_c_exits_after_a_graceful_shutdown(
     assert scan.checker.inbox.next_turn == []
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_stops_the_turn_and_leaves_the_log_balanced(
+    cli: subprocess.Popen[str], tmp_path: Path, stop: signal.Signals
+) -> None:
+    """``kill``, ``timeout`` or a closed terminal: the run leaves as a second Ctrl-C does
+    (it used to die, leaving the turn open and, without a namespace, the tool running)."""
+    send(cli, "sleep 30")
+    pgid = spawned_pgid(read_until(cli, "tool/spawned"))
+    cli.send_signal(stop)
+    assert cli.wait(HANG_GUARD) == 128 + stop
+    assert in_group(pgid) == []
+    scan = scan_log(log_of(tmp_path), strict=True)
+    assert scan.checker.balanced and scan.tail is None
+    (end,) = [e for e in scan.events if e.type == "turn/end"]
+    assert end.data["reason"]["kind"] == "aborted"
+    (result,) = [e for e in scan.events if e.type == "tool/result"]
+    assert result.data["isError"] and result.data["error"] == {"code": "ABORTED"}
+
+
 def test_every_printed_event_is_durable(cli: subprocess.Popen[str], tmp_path: Path) -> None:
     """A line on the screen survives a kill -9: it is printed only once it is on disk."""
     send(cli, "sleep 30")

@@ -430,11 +430,17 @@ sys.exit(subprocess.run([sys.executable, "-m", "trio_agent", *args]).returncode)
 
 
 @pytest.mark.parametrize("verb", ["fold", "check"])
-def test_ctrl_c_kills_the_running_commands_and_exits_130(tmp_path: Path, verb: str) -> None:
-    """The port's commands run in sessions of their own, where the terminal's Ctrl-C does not
-    go: conform once went on waiting for them (up to --timeout) after it, and a second one
-    left them running. Now it kills every running command's group, then exits 130; in a
-    case (``fold``) or in the preflight (``check MISSING-FILE``)."""
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
+def test_a_stopping_signal_kills_the_running_commands_then_exits(
+    tmp_path: Path, verb: str, stop: signal.Signals
+) -> None:
+    """The port's commands run in sessions of their own, where neither the terminal's
+    Ctrl-C nor a signal sent to conform goes: after Ctrl-C conform once went on waiting for
+    them (up to --timeout), and a second one, SIGTERM or SIGHUP left them running. Now it
+    kills every running command's group, then exits 128 + the signal; in a case (``fold``)
+    or in the preflight (``check MISSING-FILE``)."""
     port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
     port.write_text(HANGS_ON)
     argv = [*CLI, "conform", "--timeout", str(10 * GUARD), "--only", "fold/empty"]
@@ -450,9 +456,9 @@ def test_ctrl_c_kills_the_running_commands_and_exits_130(tmp_path: Path, verb: s
     try:
         sleeper = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
         assert proc.alive(sleeper)
-        conforming.send_signal(signal.SIGINT)
+        conforming.send_signal(stop)
         _, err = conforming.communicate(timeout=HANG_GUARD)
-        assert conforming.returncode == 130, err
+        assert conforming.returncode == 128 + stop, err
         assert "Traceback" not in err, err
         assert not proc.alive(sleeper)  # killed before conform exited: no wait of ours
     finally:

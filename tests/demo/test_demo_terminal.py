@@ -16,14 +16,17 @@ import fcntl
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import termios
 from pathlib import Path
 
 import pytest
+from support import proc
 from support.cli import CLI, cli
 from support.demo.helpers import HANG_GUARD
+from support.polling import until_sync
 from support.procenv import REPO, child_env
 
 from trio_agent.demo.scenarios import SCENARIOS
@@ -304,3 +307,37 @@ def test_demo_keep_refuses_a_file(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("trio-agent demo: --keep f:")
     assert len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
+def test_a_stopping_signal_tears_the_scenario_down(stop: signal.Signals) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP (the terminal closed) mid-scenario: every process the demo
+    started is stopped before it exits 128 + the signal (SIGHUP once killed the demo
+    and left them running; SIGTERM exited 130, the code of Ctrl-C)."""
+    demo = subprocess.Popen(
+        [*CLI, "demo", "esc"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(TRIO_AGENT_DEMO_PACE="10"),  # slow: the signal comes mid-scenario
+    )
+    try:
+
+        def worker() -> bool:  # the scenario's worker is running (so the demo watches signals)
+            kids = proc.children_of(demo.pid)
+            return any("trio_agent.demo.worker" in proc.cmdline(pid) for pid in kids)
+
+        until_sync(worker)
+        started = proc.descendants(demo.pid)
+        demo.send_signal(stop)
+        out, err = demo.communicate(timeout=HANG_GUARD)
+        assert demo.returncode == 128 + stop, err
+        assert "interrupted; every worker and tool process was stopped." in out, out
+        assert [pid for pid in started if proc.alive(pid)] == []
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.communicate()

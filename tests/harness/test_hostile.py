@@ -5,14 +5,19 @@ verdict is the exit code and the output."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support.cli import cli, no_traceback, one_line
+from support import proc
+from support.cli import CLI, cli, no_traceback, one_line
 from support.hostile_programs import DEEPLY_NESTED, HOSTILE
-from support.polling import HANG_GUARD
+from support.polling import HANG_GUARD, until_sync
+from support.procenv import child_env
 
 from trio_agent.testing.protocol import POINTS, PROTOCOL
 
@@ -92,6 +97,46 @@ def test_a_hang_stops_the_run_unshrunk(tmp_path: Path) -> None:
     assert "not shrunk (a request got no reply within --timeout 3s" in out
     assert "!! no reply: no reply to 'start' within 3s" in out
     assert "--timeout 3 --" in out.split("reproduce:", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
+def test_a_stopping_signal_kills_the_port_then_exits(tmp_path: Path, stop: signal.Signals) -> None:
+    """The port runs in a session of its own, where neither the terminal's Ctrl-C nor a
+    signal sent to the harness goes: SIGTERM and SIGHUP once ended the harness and left the
+    port running. Now each kills the port's group, then the harness exits 128 + the signal."""
+    program, pidfile = tmp_path / "port.py", tmp_path / "port.pid"
+    hangs = HANGS_AFTER_HELLO.replace("PROTOCOL", repr(PROTOCOL)).replace(
+        "    time.sleep(3600)",
+        f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n        time.sleep(3600)",
+    )
+    program.write_text("import os\n" + hangs)
+    argv = [*CLI, "harness", "--timeout", str(10 * HANG_GUARD), "--", PY, str(program)]
+    harnessing = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=child_env(),
+    )
+    try:
+        port = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
+        assert proc.alive(port)
+        harnessing.send_signal(stop)
+        _, err = harnessing.communicate(timeout=HANG_GUARD)
+        assert harnessing.returncode == 128 + stop, err
+        assert "Traceback" not in err, err
+        assert not proc.alive(port)
+    finally:
+        if harnessing.poll() is None:
+            harnessing.kill()
+            harnessing.communicate()
+        if pidfile.exists() and pidfile.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 def test_list_prints_the_named_points_without_a_program() -> None:

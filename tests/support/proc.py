@@ -134,6 +134,12 @@ def children_of(pid: int) -> list[int]:
     return [c.pid for c in kids if alive(c.pid)]
 
 
+def descendants(pid: int) -> list[int]:
+    """Live descendants of ``pid``: its children, theirs, and so on."""
+    kids: list[psutil.Process] = _ask(pid, lambda p: p.children(recursive=True), [])
+    return [c.pid for c in kids if alive(c.pid)]
+
+
 def pid_namespace(pid: int) -> int | None:
     """The inode of ``pid``'s PID namespace, or ``None`` if it cannot be read."""
     try:

@@ -21,6 +21,7 @@ from typing import TextIO
 from ..failures import leaves
 from .errors import INTERNAL, INTERRUPTED, OUTPUT_FAILED, PIPE_CLOSED, UNREADABLE, CliError
 from .parser import COMMANDS, build_parser
+from .signals import Terminated
 from .streams import OutputFailed, failure, guard_std_streams, say, silence
 
 __all__ = ["main"]
@@ -37,6 +38,9 @@ def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
         if isinstance(leaf, CliError):
             say(err, str(leaf))
             return leaf.code
+    for leaf in found:
+        if isinstance(leaf, Terminated):  # SIGTERM or SIGHUP, taken as a Ctrl-C
+            return 128 + leaf.signum
     if any(isinstance(leaf, KeyboardInterrupt) for leaf in found):
         return INTERRUPTED
     if all(isinstance(leaf, BrokenPipeError) for leaf in found):

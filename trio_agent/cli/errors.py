@@ -55,6 +55,12 @@ FILE_CODES = """\
   2    unreadable input: no such file, not a regular file, a bad header or a line that
        is not JSON"""
 
+#: The codes of the commands that start processes of their own and stop them before they
+#: leave on SIGTERM or SIGHUP, as on Ctrl-C (cli/signals.py; 128 + the signal's number).
+STOPPED_CODES = """
+  129  stopped by SIGHUP (the terminal closed), after stopping what it started
+  143  stopped by SIGTERM, after stopping what it started"""
+
 STORE_CODE = """
        (with --store: a bad DSN, an unreachable database, no such session)"""
 
@@ -79,7 +85,8 @@ CODES: dict[str, str] = {
   0    every scenario ran and its checks passed
   1    a scenario's check failed (the line says which)
   2    --keep DIR cannot be created or is not a directory, or $TRIO_AGENT_DEMO_PACE is
-       not a number of seconds from 0.001 to 10""",
+       not a number of seconds from 0.001 to 10"""
+    + STOPPED_CODES,
     "run": """\
   0    stdin ended and the last turn finished
   1    the session's log is corrupt (nothing was modified)
@@ -88,25 +95,28 @@ CODES: dict[str, str] = {
        among the models it lists, --api-key-env naming an unset variable), or the log
        could not be written (a full disk)
   3    refused: the session is live in another process (or its lease was taken over by
-       another owner while this run was writing it)""",
+       another owner while this run was writing it)"""
+    + STOPPED_CODES,
     "sessions": """\
   0    listed (a session that cannot be read is listed as such)
   2    --root is missing, not a directory or cannot be read, or the --store database
        cannot be read""",
     "serve": """\
-  0    stopped by Ctrl-C or SIGTERM
+  0    stopped by Ctrl-C, SIGTERM or SIGHUP (every run's processes stopped first)
   2    cannot listen on HOST:PORT (for example the port is in use), or
        $TRIO_AGENT_DEMO_PACE is not a number of seconds from 0.001 to 10""",
     "conform": """\
   0    every selected vector passed
   1    some vector failed (each is listed)
   2    also: the program cannot run (checked before any case), or the --junit-xml
-       FILE cannot be written (checked before any case, and after the report)""",
+       FILE cannot be written (checked before any case, and after the report)"""
+    + STOPPED_CODES,
     "harness": """\
   0    every example passed
   1    the state machine found a failure (shrunk rules and reproduction printed)
   2    also: the program cannot run or does not answer hello (checked before any
-       example), or Hypothesis is not installed (pip install 'trio-agent[harness]')""",
+       example), or Hypothesis is not installed (pip install 'trio-agent[harness]')"""
+    + STOPPED_CODES,
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import attrs
 
 from .errors import UNREADABLE
+from .signals import terminated_as_interrupt
 
 __all__ = ["USAGE", "ProgramCommand", "UsageError"]
 
@@ -70,7 +71,8 @@ class ProgramCommand:
                 raise UsageError(
                     f"give {self.program} command after --, e.g. {self.name} -- ./my-port"
                 )
-            return self.body(command, args, out)
+            with terminated_as_interrupt():  # the port's processes are stopped, not left
+                return self.body(command, args, out)
         except UsageError as exc:
             print(f"{self.name}: {exc}", file=err)
             return USAGE

@@ -60,6 +60,7 @@ from .dsn import is_dsn, redact
 from .errors import INTERRUPTED, REFUSED, UNREADABLE, CliError, plural
 from .inputs import store_where
 from .repair_write import REAPED_NOTES, session_errors
+from .signals import STOPPING_SIGNALS
 
 if TYPE_CHECKING:
     from ..store import PostgresStore
@@ -518,7 +519,7 @@ async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresS
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     connected = await connect(args) if getattr(args, "model", None) is not None else None
     store = _make_store(args)
-    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+    with trio.open_signal_receiver(signal.SIGINT, *STOPPING_SIGNALS) as interrupts:
         async with contextlib.AsyncExitStack() as stack:
             stack.enter_context(_logs_in_one_line(err))
             await _enter(stack, store)
@@ -633,7 +634,8 @@ async def _run_agent(
     interrupts: AsyncIterator[int],
     err: TextIO,
 ) -> int:
-    """The agent on ``session`` until stdin ends (0) or Ctrl-C while idle (130)."""
+    """The agent on ``session`` until stdin ends (0), Ctrl-C while idle (130), or SIGTERM
+    or SIGHUP (128 + the signal's number)."""
     exit_code = 0
     async with (
         open_agent(
@@ -649,7 +651,14 @@ async def _run_agent(
 
         async def watch_interrupts() -> None:
             nonlocal exit_code
-            async for _ in interrupts:
+            async for signum in interrupts:
+                if signum != signal.SIGINT:
+                    # SIGTERM, SIGHUP: leave as a second Ctrl-C does. Leaving the agent
+                    # disposes of it: a running turn is cancelled (cause `disposed`) and ends
+                    # `aborted`, its tools stopped, before the session closes balanced.
+                    exit_code = 128 + signum
+                    nursery.cancel_scope.cancel()
+                    return
                 controller = agent.controller
                 if controller is None or controller.cancel_called:
                     # Idle, or a cancel is already on its way: leave, gracefully.

@@ -672,7 +672,7 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # SIGINT/SIGTERM cancel everything in order: each client's run is torn down (its
         # worker and tool processes stopped) before the process exits.
         listeners = await trio.open_tcp_listeners(args.port, host=args.host)
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
                 port = await nursery.start(

@@ -711,19 +711,21 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"trio-agent demo: {exc}", file=err)
         return 2
     kept: list[Kept] = []
-    interrupted = False
+    stopped_by: int | None = None  # the signal that stopped the walkthrough
 
     async def main() -> None:
-        nonlocal interrupted
-        # Ctrl+C cancels in order: the running scenario is torn down (worker and tool
-        # processes stopped) instead of a KeyboardInterrupt landing at a random spot.
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        nonlocal stopped_by
+        # Ctrl+C (or SIGTERM, or SIGHUP: the terminal closed) cancels in order: the running
+        # scenario is torn down (worker and tool processes stopped) instead of a
+        # KeyboardInterrupt landing at a random spot, or the process dying with them running.
+        stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with trio.open_signal_receiver(*stopping) as signals:
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:
-                    nonlocal interrupted
-                    async for _ in signals:
-                        interrupted = True
+                    nonlocal stopped_by
+                    async for signum in signals:
+                        stopped_by = signum
                         nursery.cancel_scope.cancel()
                         return
 
@@ -751,8 +753,8 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.flush()
         print(f"trio-agent demo: {failure}", file=err)
         return 1
-    if interrupted:
+    if stopped_by is not None:
         out.write("\ninterrupted; every worker and tool process was stopped.\n")
     if keep is not None:
         print_kept(kept, keep, out, width)
-    return 130 if interrupted else 0
+    return 0 if stopped_by is None else 128 + stopped_by  # 130 for Ctrl-C

@@ -172,6 +172,16 @@ class PipeAdapter:
     # -- Adapter -------------------------------------------------------------------------------
 
     def request(self, message: dict[str, Any]) -> Reply:
+        try:
+            return self._request(message)
+        except KeyboardInterrupt:
+            # Ctrl-C, or SIGTERM taken as one (cli/signals.py), while the implementation
+            # works on a request: the reply will never be read, and a "bye" would wait behind
+            # it, so the group is killed now (and close() has nothing left to do).
+            self._stop()
+            raise
+
+    def _request(self, message: dict[str, Any]) -> Reply:
         proc = self._proc
         if proc is None:
             if message.get("op") not in ("hello", "start"):

@@ -1,0 +1,56 @@
+"""SIGTERM and SIGHUP as a Ctrl-C, for the commands that run a port's processes without trio
+(``conform`` and ``harness``: :class:`~trio_agent.cli.program.ProgramCommand`).
+
+Those processes run in sessions of their own, where neither the terminal's signals nor a
+SIGTERM sent to us reach them: a command ended by the signal's default action would leave
+them running. Raising :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread sends
+the command down the path its Ctrl-C takes, which kills every running port process's group;
+the top then exits 128 + the signal's number (spec/cli.md §trio-agent's own codes). ``run``
+takes the same signals through trio (``trio.open_signal_receiver``) instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Final
+
+__all__ = ["STOPPING_SIGNALS", "Terminated", "terminated_as_interrupt"]
+
+#: The signals that ask a command to stop, besides Ctrl-C: ``kill``, ``timeout``, a service
+#: manager (SIGTERM); the terminal closing (SIGHUP).
+STOPPING_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """A stopping signal arrived; ``signum`` says which (the exit code is 128 + it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """Within the block, the first SIGTERM or SIGHUP raises :class:`Terminated` in the main
+    thread, and later ones are ignored, so that the cleanup it starts (bounded: SIGKILL, then
+    the kernel's word that the processes exited) is not cut short. Outside the main thread,
+    where no handler can be set, nothing changes. The handlers before are restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for each in STOPPING_SIGNALS:
+            signal.signal(each, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    previous = {each: signal.signal(each, stop) for each in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
