@@ -669,8 +669,8 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
 
     async def main() -> None:
-        # SIGINT/SIGTERM cancel everything in order: each client's run is torn down (its
-        # worker and tool processes stopped) before the process exits.
+        # SIGINT, SIGTERM and SIGHUP cancel everything in order: each client's run is torn
+        # down (its worker and tool processes stopped) before the process exits.
         listeners = await trio.open_tcp_listeners(args.port, host=args.host)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             async with trio.open_nursery() as nursery:
