@@ -102,6 +102,21 @@ def test_a_usage_error_is_one_line_with_a_hint() -> None:
     )
 
 
+def test_a_glob_given_to_a_one_file_command_is_not_echoed_whole() -> None:
+    """``trio-agent show sessions/*/session.jsonl``: the usage error names the first extra
+    arguments, not all of them (it once repeated every path on its one line)."""
+    paths = [f"sessions/s{n:04}/session.jsonl" for n in range(600)]
+    line = one_line(cli("show", *paths), 2)
+    assert line.startswith(f"trio-agent: unrecognized arguments: {paths[1]} {paths[2]} "), line
+    assert line.endswith(" ... (see `trio-agent --help`)"), line
+    assert len(line) < 300, line
+    few = one_line(cli("show", *paths[:3]), 2)  # a short list is still given whole
+    assert (
+        few
+        == f"trio-agent: unrecognized arguments: {paths[1]} {paths[2]} (see `trio-agent --help`)"
+    )
+
+
 # -- broken pipe --------------------------------------------------------------------------
 
 

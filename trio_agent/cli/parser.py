@@ -56,9 +56,19 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: How much of the unrecognized arguments a usage error repeats: a glob given to a command
+#: that takes one FILE would otherwise be echoed whole, thousands of paths on one line.
+_EXTRAS_SHOWN = 200
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # argparse's own usage errors: one line, exit 2 (same as unreadable input).
+        head = "unrecognized arguments: "
+        if message.startswith(head) and len(message) > len(head) + _EXTRAS_SHOWN:
+            extras = message[len(head) :]
+            cut = extras.rfind(" ", 0, _EXTRAS_SHOWN)
+            message = f"{head}{extras[: cut if cut > 0 else _EXTRAS_SHOWN]} ..."
         raise CliError(f"{self.prog}: {message} (see `{self.prog} --help`)", UNREADABLE)
 
 
