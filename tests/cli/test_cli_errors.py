@@ -411,6 +411,25 @@ def test_show_marks_a_committed_line_that_is_not_json(tmp_path: Path) -> None:
     assert lines[2].startswith("!! line 3: not JSON") and lines[3] == "   {nope"
 
 
+def test_a_file_name_s_control_characters_are_shown_not_sent(tmp_path: Path) -> None:
+    """A glob over a shared directory may name a directory ``\x1b]0;pwned\x07``: the lines
+    that name its log, on stdout and stderr, show ESC, BEL and DEL instead of sending them to
+    the terminal."""
+    hostile = tmp_path / "\x1b]0;pwned\x07x\x1b[31m\x7f"
+    hostile.mkdir()
+    good = hostile / "s.jsonl"
+    good.write_bytes(HEADER0 + b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n')
+    shown = str(hostile).replace("\x1b", "␛").replace("\x07", "␇").replace("\x7f", "␡")
+    proc = cli("check", str(good), str(hostile / "missing.jsonl"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == f"{shown}/s.jsonl: ok (1 event, 1 turn)\n"
+    assert proc.stderr.splitlines() == [
+        f"{shown}/s.jsonl: note: turn 1 is open (a valid prefix of a live or crashed session)",
+        f"{shown}/missing.jsonl: no such file",
+    ]
+    assert not sent_to_terminal(proc.stdout + proc.stderr)
+
+
 def test_show_marks_a_line_with_control_bytes_without_sending_them(tmp_path: Path) -> None:
     # Raw control bytes make a line that is not JSON; shown, they must not reach the terminal.
     path = tmp_path / "s.jsonl"

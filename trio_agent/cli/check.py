@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 import attrs
 
 from ..log import LineScan
+from ..log.render import visible
 from .errors import BROKEN, OK, CliError, plural
 from .inputs import inputs_of, note_tail, scan_live
 from .show import json_line
@@ -99,5 +100,5 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             json_line(out, _checked_json(path, scan, live is not None))
         else:
             events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
-            print(f"{path}: ok ({events}, {turns})", file=out)
+            print(f"{visible(path)}: ok ({events}, {turns})", file=out)
     return worst

@@ -57,13 +57,28 @@ class _StreamFile(io.RawIOBase):
             raise failed from None
 
 
+class _ShownText(io.TextIOWrapper):
+    """stderr: its control characters shown, but for the newlines that end its lines
+    (``render.visible_in_lines``: ESC as ``␛``...). Every line there is a message, and a
+    message may quote what came from outside: a file name from a glob, a model's error. No
+    such part may recolour, move the cursor over or retitle the terminal (spec/cli.md
+    §stderr: errors and notes). One character for one, so a write's count is the caller's."""
+
+    def write(self, text: str) -> int:
+        from ..log.render import visible_in_lines  # with the log core, which every command has
+
+        return super().write(visible_in_lines(text))
+
+
 def _guarded(stream: TextIO, fd: int, name: str) -> TextIO:
     """A text stream on ``fd`` buffered as ``stream`` is: over a buffer, or straight over the
-    raw file under ``python -u`` (``PYTHONUNBUFFERED``), line-buffered or written through."""
+    raw file under ``python -u`` (``PYTHONUNBUFFERED``), line-buffered or written through;
+    for stderr, a :class:`_ShownText`."""
     raw = _StreamFile(fd, name)
     unbuffered = isinstance(getattr(stream, "buffer", None), io.RawIOBase)
     under: Any = raw if unbuffered else io.BufferedWriter(raw)
-    return io.TextIOWrapper(
+    text_stream = _ShownText if name == "stderr" else io.TextIOWrapper
+    return text_stream(
         under,
         encoding=stream.encoding,
         errors=stream.errors,

@@ -47,6 +47,16 @@ def visible(text: str) -> str:
     return text if text.isprintable() else text.translate(_VISIBLE)
 
 
+#: :data:`_VISIBLE` without the newline: for text that is lines already (a stream's).
+_VISIBLE_IN_LINES: Final = {c: shown for c, shown in _VISIBLE.items() if c != 0x0A}
+
+
+def visible_in_lines(text: str) -> str:
+    """``text`` with its control characters shown as :func:`visible` shows them, but for the
+    newlines that end its lines (what the command line writes to stderr)."""
+    return text if text.isprintable() else text.translate(_VISIBLE_IN_LINES)
+
+
 def _clip(text: str, width: int | None = 60) -> str:
     """``text`` on one line, its control characters shown (:func:`visible`), cut to ``width``
     characters with ``…`` (``None``: whole)."""
