@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from support import proc
-from support.cli import CLI, cli, no_traceback, one_line
+from support.cli import CLI, cli, no_traceback, one_line, stop_while_it_waits
 from support.hostile_programs import DEEPLY_NESTED, HOSTILE, LONE_SURROGATE
 from support.polling import HANG_GUARD, until_sync
 from support.procenv import child_env
@@ -443,31 +443,8 @@ def test_a_stopping_signal_kills_the_running_commands_then_exits(
     or in the preflight (``check MISSING-FILE``)."""
     port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
     port.write_text(HANGS_ON)
-    argv = [*CLI, "conform", "--timeout", str(10 * GUARD), "--only", "fold/empty"]
-    conforming = subprocess.Popen(
-        [*argv, "--", PY, str(port), verb, str(pidfile)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-    )
-    try:
-        sleeper = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
-        assert proc.alive(sleeper)
-        conforming.send_signal(stop)
-        _, err = conforming.communicate(timeout=HANG_GUARD)
-        assert conforming.returncode == 128 + stop, err
-        assert "Traceback" not in err, err
-        assert not proc.alive(sleeper)  # killed before conform exited: no wait of ours
-    finally:
-        if conforming.poll() is None:
-            conforming.kill()
-            conforming.communicate()
-        if pidfile.exists() and pidfile.read_text():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    args = ["conform", "--timeout", str(10 * GUARD), "--only", "fold/empty", "--"]
+    stop_while_it_waits([*args, PY, str(port), verb, str(pidfile)], pidfile, stop)
 
 
 def test_usage_errors_are_one_line_exit_2() -> None:

@@ -5,19 +5,15 @@ verdict is the exit code and the output."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support import proc
-from support.cli import CLI, cli, no_traceback, one_line
+from support.cli import cli, no_traceback, one_line, stop_while_it_waits
 from support.hostile_programs import DEEPLY_NESTED, HOSTILE
-from support.polling import HANG_GUARD, until_sync
-from support.procenv import child_env
+from support.polling import HANG_GUARD
 
 from trio_agent.testing.protocol import POINTS, PROTOCOL
 
@@ -112,31 +108,8 @@ def test_a_stopping_signal_kills_the_port_then_exits(tmp_path: Path, stop: signa
         f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n        time.sleep(3600)",
     )
     program.write_text("import os\n" + hangs)
-    argv = [*CLI, "harness", "--timeout", str(10 * HANG_GUARD), "--", PY, str(program)]
-    harnessing = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=child_env(),
-    )
-    try:
-        port = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
-        assert proc.alive(port)
-        harnessing.send_signal(stop)
-        _, err = harnessing.communicate(timeout=HANG_GUARD)
-        assert harnessing.returncode == 128 + stop, err
-        assert "Traceback" not in err, err
-        assert not proc.alive(port)
-    finally:
-        if harnessing.poll() is None:
-            harnessing.kill()
-            harnessing.communicate()
-        if pidfile.exists() and pidfile.read_text():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    args = ["harness", "--timeout", str(10 * HANG_GUARD), "--", PY, str(program)]
+    stop_while_it_waits(args, pidfile, stop)
 
 
 def test_list_prints_the_named_points_without_a_program() -> None:

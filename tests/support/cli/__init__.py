@@ -7,14 +7,17 @@ is always what the test asserts on the finished process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from support.polling import HANG_GUARD
+from support import proc
+from support.polling import HANG_GUARD, until_sync
 from support.procenv import child_env
 
 #: ``trio-agent`` as a command line: this interpreter running the package.
@@ -83,3 +86,34 @@ def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
     assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
     assert proc.stdout == ""
     return proc.stderr.rstrip("\n")
+
+
+def stop_while_it_waits(args: Sequence[str], pidfile: Path, stop: signal.Signals) -> None:
+    """Run ``trio-agent ARGS`` until the program it drives writes, to ``pidfile``, the pid of
+    a process that then waits for ever; send ``stop`` to the CLI. It must exit 128 + the
+    signal without a traceback, and that process must be gone by then: by the tests' own
+    probe, with no wait of the test's."""
+    cli = subprocess.Popen(
+        [*CLI, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+        env=child_env(),
+    )
+    try:
+        waiting = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
+        assert proc.alive(waiting)
+        cli.send_signal(stop)
+        _, err = cli.communicate(timeout=HANG_GUARD)
+        assert cli.returncode == 128 + stop, err
+        assert "Traceback" not in err, err
+        assert not proc.alive(waiting)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.communicate()
+        if pidfile.exists() and pidfile.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
