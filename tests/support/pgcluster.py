@@ -4,7 +4,8 @@
 directory (no TCP listener at all), started and stopped with ``pg_ctl`` (which waits for the
 server itself: no sleep). The server refuses to run as root, so when this runs as root every
 server command runs as the ``postgres`` system user (``runuser``) and the directory is handed
-to that user. No shared server, no mocks.
+to that user. No shared server, no mocks. A watchdog process stops the server if the process
+that made it ends without stopping it (killed by a signal).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,12 +134,45 @@ class Cluster:
         return self.base_dsn(name)
 
 
+#: Waits for the process that made a cluster to exit, then stops the server if it still runs
+#: and removes its directory. ``pg_ctl`` daemonizes the server, so a test run ended by a
+#: signal (a CI timeout's SIGTERM, a SIGKILL), which runs no ``finally``, would leave it
+#: running for ever with its files. Argv: owner pid, root, then the stop command.
+_WATCHDOG = """
+import os, select, shutil, subprocess, sys
+owner, root, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+try:
+    select.select([os.pidfd_open(owner)], [], [])
+except ProcessLookupError:
+    pass  # gone already
+if os.path.exists(os.path.join(root, "data", "postmaster.pid")):
+    subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
+def _watch(cluster: Cluster) -> subprocess.Popen[bytes]:
+    """Start the :data:`_WATCHDOG` of ``cluster``, in a session of its own, so that the
+    terminal's Ctrl-C, which also reaches this process's group, cannot end it first."""
+    stop = [*cluster.as_user, str(cluster.bindir / "pg_ctl"), "-D", str(cluster.data)]
+    stop += ["-m", "immediate", "-w", "-t", "600", "stop"]
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(cluster.root), *stop],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 @contextlib.contextmanager
 def throwaway_cluster(bindir: Path | None = None) -> Iterator[Cluster]:
-    """A started cluster in a fresh temporary directory; stopped and removed at the end."""
+    """A started cluster in a fresh temporary directory; stopped and removed at the end, or
+    by its watchdog (:data:`_WATCHDOG`) when this process ends without reaching the end."""
     found = bindir if bindir is not None else find_bindir()
     root = Path(tempfile.mkdtemp(prefix="trio-agent-pg-"))
     cluster = Cluster(found, root)
+    watchdog = _watch(cluster)
     try:
         cluster.init()
         cluster.start()
@@ -148,3 +183,5 @@ def throwaway_cluster(bindir: Path | None = None) -> Iterator[Cluster]:
                 cluster.stop("immediate")
         finally:
             shutil.rmtree(root, ignore_errors=True)
+            watchdog.kill()  # nothing left for it to do
+            watchdog.wait()
