@@ -314,8 +314,8 @@ def test_demo_keep_refuses_a_file(tmp_path: Path) -> None:
 )
 def test_a_stopping_signal_tears_the_scenario_down(stop: signal.Signals) -> None:
     """Ctrl-C, SIGTERM or SIGHUP (the terminal closed) mid-scenario: every process the demo
-    started is stopped before it exits 128 + the signal (SIGHUP once killed the demo
-    and left them running; SIGTERM exited 130, the code of Ctrl-C)."""
+    started is stopped before it exits 128 + the signal (SIGHUP once ended the demo by its
+    default action, without tearing the scenario down; SIGTERM exited 130, Ctrl-C's code)."""
     demo = subprocess.Popen(
         [*CLI, "demo", "esc"],
         stdin=subprocess.DEVNULL,

@@ -139,12 +139,10 @@ class Cluster:
 #: signal (a CI timeout's SIGTERM, a SIGKILL), which runs no ``finally``, would leave it
 #: running for ever with its files. Argv: owner pid, root, then the stop command.
 _WATCHDOG = """
-import os, select, shutil, subprocess, sys
+import os, shutil, subprocess, sys
+from trio_agent.procs.group_kill import wait_exited
 owner, root, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-try:
-    select.select([os.pidfd_open(owner)], [], [])
-except ProcessLookupError:
-    pass  # gone already
+wait_exited(owner)
 if os.path.exists(os.path.join(root, "data", "postmaster.pid")):
     subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/")
 shutil.rmtree(root, ignore_errors=True)

@@ -40,7 +40,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from ..log.codec import MAX_DEPTH, too_deep
-from ..procs.census import group_members
+from ..procs.census import comm, group_members
 from ..procs.group_kill import kill_group_until_gone
 from ..spec_files import SpecMissing, spec_root
 from .program import ProgramCommand, UsageError
@@ -232,19 +232,11 @@ def run_bounded(
 def _processes(pids: Sequence[int]) -> str:
     """``1 process (pid 7 sleep)``, ``3 processes (pids 7 sleep, 8 sh, 9 sleep)``: at most
     five named, each with its command name as /proc has it."""
-    named = ", ".join(f"{pid} {_command_name(pid)}" for pid in pids[:5])
+    named = ", ".join(f"{pid} {comm(pid)}" for pid in pids[:5])
     more = ", ..." if len(pids) > 5 else ""
     if len(pids) == 1:
         return f"1 process (pid {named})"
     return f"{len(pids)} processes (pids {named}{more})"
-
-
-def _command_name(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm", "rb") as f:
-            return f.read(64).decode("utf-8", "replace").strip() or "?"
-    except OSError:
-        return "?"
 
 
 class _Runner:

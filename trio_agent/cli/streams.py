@@ -4,7 +4,9 @@ An ``OSError`` escaping a command is as likely a bug as a full disk under ``trio
 FILE > out``; only a failure of the stream itself may be reported as one (spec/cli.md
 §trio-agent's own codes, exit 74). So when the command line runs as a process, fd 1 and fd 2
 are written through :class:`_StreamFile`, which turns an error into :class:`OutputFailed`
-naming the stream. A closed pipe stays a :class:`BrokenPipeError` (exit 141).
+naming the stream. A closed pipe stays a :class:`BrokenPipeError` (exit 141). stderr also
+shows its control characters, but the newline (:class:`_ShownText`), so that no message can
+drive the terminal it is read on.
 """
 
 from __future__ import annotations

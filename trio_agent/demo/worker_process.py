@@ -28,6 +28,7 @@ import trio
 
 from ..log import Event
 from ..procs.census import (
+    comm,
     group_members,
     leader_identity,
     namespace_init,
@@ -41,7 +42,6 @@ __all__ = [
     "PIPE_ERRORS",
     "Group",
     "WorkerProcess",
-    "comm",
     "group_alive",
     "processes_under",
     "stop_leftovers",
@@ -230,15 +230,6 @@ class Group:
             "orphaned": self.alive and not worker_running,
             "wasOrphaned": self.was_orphaned,
         }
-
-
-def comm(pid: int) -> str:
-    """The process's command name, or ``?``."""
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
 
 
 def group_alive(pgid: int, identity: str) -> list[int]:

@@ -1,4 +1,5 @@
-"""What ``/proc`` says about processes: state, group, start time, identity, marker, namespace.
+"""What ``/proc`` says about processes: state, group, start time, name, identity, marker,
+namespace.
 
 Implements the probes of spec/tools.md §1, §3 and §10: membership of a process group, the
 identity that survives pid reuse, the call's marker in a process's environment, and the PID
@@ -73,6 +74,15 @@ def boot_id() -> str:
     """This boot's random id; start times are only comparable within one boot."""
     with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
         return f.read().strip()
+
+
+def comm(pid: int) -> str:
+    """The process's command name (``/proc/<pid>/comm``), or ``?`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
 
 
 def process_identity(pid: int) -> str | None:
