@@ -18,6 +18,8 @@ Layers, bottom first:
 * :mod:`trio_agent.testing`, :mod:`trio_agent.demo` -- the conformance kit and the demo;
 * :mod:`trio_agent.spec_files` -- where the installed ``spec/`` (vectors, schemas) is;
 * :mod:`trio_agent.failures` -- an exception as one line: the leaves of exception groups;
+* :mod:`trio_agent.stop_signals` -- the signals that ask a command to stop, and which of them
+  it heeds (one it was started with ignored, as under ``nohup``, stays ignored);
 * the command line (``cli``, a package of one module per command, and ``__main__``) on top.
 
 The layer table. A module imports only modules of its own layer and of the layers listed
@@ -31,13 +33,14 @@ any other import. ``package`` is this module (the public names below)::
     files        -
     spec_files   -
     failures     -
+    stop_signals -
     procs        log
     store        log files procs
     tools        log cancel procs
     models       log cancel boundary
     runtime      log cancel failures store tools models
     testing      log cancel boundary procs store tools models runtime
-    demo         log cancel boundary failures procs store tools models runtime
+    demo         log cancel boundary failures stop_signals procs store tools models runtime
     package      log cancel store tools models runtime
     cli          * (the command line may import any layer and the package)
 

@@ -17,7 +17,7 @@ import pytest
 from support.cli import CLI, cli as run_cli
 from support.polling import HANG_GUARD, until_sync
 from support.proc import in_group
-from support.procenv import child_env
+from support.procenv import child_env, with_signals
 
 from trio_agent.log import scan_log
 from trio_agent.procs.containment import POLICY_VAR
@@ -33,7 +33,7 @@ def containment(request: pytest.FixtureRequest) -> str:
 def cli(tmp_path: Path, containment: str) -> Iterator[subprocess.Popen[str]]:
     policy = "required" if containment == "pid-namespace" else "process-group"
     proc = subprocess.Popen(
-        [*CLI, "run", "--root", str(tmp_path)],
+        with_signals([*CLI, "run", "--root", str(tmp_path)]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -131,6 +131,36 @@ def test_sigterm_or_sighup_stops_the_turn_and_leaves_the_log_balanced(
     assert end.data["reason"]["kind"] == "aborted"
     (result,) = [e for e in scan.events if e.type == "tool/result"]
     assert result.data["isError"] and result.data["error"] == {"code": "ABORTED"}
+
+
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+def test_a_signal_started_ignored_stays_ignored(tmp_path: Path, ignored: signal.Signals) -> None:
+    """Started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT
+    ignored), ``run`` goes on when that signal comes while it is idle, where taking it would
+    end the run (it once took both): spec/cli.md §Stopping signals."""
+    agent = subprocess.Popen(
+        with_signals([*CLI, "run", "--root", str(tmp_path)], ignored=[ignored]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=child_env(),
+    )
+    assert agent.stdin is not None and agent.stdout is not None
+    try:
+        send(agent, "echo first")
+        read_until(agent, "turn/end 1 COMPLETED")
+        agent.send_signal(ignored)
+        send(agent, "echo second")
+        read_until(agent, "turn/end 2 COMPLETED")  # taken, the run would have left: no line
+        agent.stdin.close()
+        assert agent.wait(HANG_GUARD) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        agent.wait()
+        agent.stdin.close()
+        agent.stdout.close()
 
 
 def test_every_printed_event_is_durable(cli: subprocess.Popen[str], tmp_path: Path) -> None:

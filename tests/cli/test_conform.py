@@ -441,10 +441,25 @@ def test_a_stopping_signal_kills_the_running_commands_then_exits(
     them (up to --timeout), and a second one, SIGTERM or SIGHUP left them running. Now it
     kills every running command's group, then exits 128 + the signal; in a case (``fold``)
     or in the preflight (``check MISSING-FILE``)."""
+    stop_while_it_waits(*_conform_on_a_hanging_port(tmp_path, verb), stop)
+
+
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+def test_a_signal_started_ignored_stays_ignored(tmp_path: Path, ignored: signal.Signals) -> None:
+    """Started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT
+    ignored), conform goes on when that signal comes (SIGHUP once stopped it under nohup),
+    and SIGTERM still stops it and its commands (spec/cli.md §Stopping signals)."""
+    command, pidfile = _conform_on_a_hanging_port(tmp_path, "fold")
+    stop_while_it_waits(command, pidfile, signal.SIGTERM, ignoring=ignored)
+
+
+def _conform_on_a_hanging_port(tmp_path: Path, verb: str) -> tuple[list[str], Path]:
+    """``conform`` arguments for a port whose ``verb`` leaves a sleeper (its pid in the file,
+    the second item) and hangs: in a case (``fold``) or in the preflight (``check``)."""
     port, pidfile = tmp_path / "port.py", tmp_path / "sleeper.pid"
     port.write_text(HANGS_ON)
     args = ["conform", "--timeout", str(10 * GUARD), "--only", "fold/empty", "--"]
-    stop_while_it_waits([*args, PY, str(port), verb, str(pidfile)], pidfile, stop)
+    return [*args, PY, str(port), verb, str(pidfile)], pidfile
 
 
 def test_usage_errors_are_one_line_exit_2() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -353,6 +354,19 @@ async def test_a_busy_server_tells_every_refused_client() -> None:
             for _ in range(40):
                 nursery.start_soon(one)
         assert refused == 40
+
+
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+async def test_a_signal_started_ignored_stays_ignored(ignored: signal.Signals) -> None:
+    """Started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT
+    ignored), the server goes on serving when that signal comes (it once took both, and
+    stopped): spec/cli.md §Stopping signals. Taken, it would close its listener before it
+    could read the request sent after the signal."""
+    async with server_process(ignored=[ignored]) as srv:
+        srv.proc.send_signal(ignored)
+        status, _, body = await http(srv.port, get("/", f"127.0.0.1:{srv.port}"))
+        assert status == 200 and b"<html" in body.lower()
+        assert srv.proc.returncode is None
 
 
 async def test_an_idle_websocket_is_closed() -> None:

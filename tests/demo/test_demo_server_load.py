@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 from support.cli import CLI
 from support.demo.helpers import HANG_GUARD
-from support.procenv import REPO, child_env
+from support.procenv import REPO, child_env, with_signals
 
 HALF_OPEN = 1100
 FILE_LIMIT = 1024
@@ -32,8 +32,9 @@ def _limit_files() -> None:
 
 @pytest.fixture
 def limited_server() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    serve = [*CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--head-timeout", "3600"]
     proc = subprocess.Popen(
-        [*CLI, "serve", "--host", "127.0.0.1", "--port", "0", "--head-timeout", "3600"],
+        with_signals(serve),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

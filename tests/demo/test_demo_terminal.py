@@ -27,7 +27,7 @@ from support import proc
 from support.cli import CLI, cli
 from support.demo.helpers import HANG_GUARD
 from support.polling import until_sync
-from support.procenv import REPO, child_env
+from support.procenv import REPO, child_env, with_signals
 
 from trio_agent.demo.scenarios import SCENARIOS
 from trio_agent.demo.terminal import Layout, display_width
@@ -310,14 +310,26 @@ def test_demo_keep_refuses_a_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+    ("stop", "ignored"),
+    [
+        (signal.SIGINT, None),
+        (signal.SIGTERM, None),
+        (signal.SIGHUP, None),
+        (signal.SIGTERM, signal.SIGHUP),
+        (signal.SIGTERM, signal.SIGINT),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGTERM-nohup", "SIGTERM-background"],
 )
-def test_a_stopping_signal_tears_the_scenario_down(stop: signal.Signals) -> None:
+def test_a_stopping_signal_tears_the_scenario_down(
+    stop: signal.Signals, ignored: signal.Signals | None
+) -> None:
     """Ctrl-C, SIGTERM or SIGHUP (the terminal closed) mid-scenario: every process the demo
     started is stopped before it exits 128 + the signal (SIGHUP once ended the demo by its
-    default action, without tearing the scenario down; SIGTERM exited 130, Ctrl-C's code)."""
+    default action, without tearing the scenario down; SIGTERM exited 130, Ctrl-C's code).
+    Started with a signal ignored (``nohup``'s SIGHUP, a background job's SIGINT), the demo
+    is sent it first and goes on (it once took it): spec/cli.md §Stopping signals."""
     demo = subprocess.Popen(
-        [*CLI, "demo", "esc"],
+        with_signals([*CLI, "demo", "esc"], ignored=[ignored] if ignored else []),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -332,6 +344,8 @@ def test_a_stopping_signal_tears_the_scenario_down(stop: signal.Signals) -> None
 
         until_sync(worker)
         started = proc.descendants(demo.pid)
+        if ignored is not None:
+            demo.send_signal(ignored)  # were it taken, the demo would exit 128 + it
         demo.send_signal(stop)
         out, err = demo.communicate(timeout=HANG_GUARD)
         assert demo.returncode == 128 + stop, err

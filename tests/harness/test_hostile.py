@@ -102,14 +102,27 @@ def test_a_stopping_signal_kills_the_port_then_exits(tmp_path: Path, stop: signa
     """The port runs in a session of its own, where neither the terminal's Ctrl-C nor a
     signal sent to the harness goes: SIGTERM and SIGHUP once ended the harness and left the
     port running. Now each kills the port's group, then the harness exits 128 + the signal."""
+    stop_while_it_waits(*_harness_on_a_waiting_port(tmp_path), stop)
+
+
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "background"])
+def test_a_signal_started_ignored_stays_ignored(tmp_path: Path, ignored: signal.Signals) -> None:
+    """Started under ``nohup`` (SIGHUP ignored) or as a script's background job (SIGINT
+    ignored), the harness goes on when that signal comes (SIGHUP once stopped it under
+    nohup), and SIGTERM still stops it and the port (spec/cli.md §Stopping signals)."""
+    stop_while_it_waits(*_harness_on_a_waiting_port(tmp_path), signal.SIGTERM, ignoring=ignored)
+
+
+def _harness_on_a_waiting_port(tmp_path: Path) -> tuple[list[str], Path]:
+    """``harness`` arguments for a port that answers ``hello``, writes its pid to a file (the
+    second item) and waits for ever."""
     program, pidfile = tmp_path / "port.py", tmp_path / "port.pid"
     hangs = HANGS_AFTER_HELLO.replace("PROTOCOL", repr(PROTOCOL)).replace(
         "    time.sleep(3600)",
         f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n        time.sleep(3600)",
     )
     program.write_text("import os\n" + hangs)
-    args = ["harness", "--timeout", str(10 * HANG_GUARD), "--", PY, str(program)]
-    stop_while_it_waits(args, pidfile, stop)
+    return ["harness", "--timeout", str(10 * HANG_GUARD), "--", PY, str(program)], pidfile
 
 
 def test_list_prints_the_named_points_without_a_program() -> None:

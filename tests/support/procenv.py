@@ -1,10 +1,16 @@
 """The environment a test's child process runs with: ours, with this checkout first on
-``PYTHONPATH`` so that ``python -m trio_agent`` or a test script imports the code under test."""
+``PYTHONPATH`` so that ``python -m trio_agent`` or a test script imports the code under test;
+and the stopping signals it starts with, for the tests that send them."""
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from trio_agent.stop_signals import STOPPING_SIGNALS
 
 #: The repository root (the folder holding ``trio_agent/`` and ``tests/``).
 REPO = Path(__file__).resolve().parents[2]
@@ -16,3 +22,24 @@ def child_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
+
+
+#: Sets each stopping signal to be ignored if its number is in ``argv[1]`` (comma-separated),
+#: else to its default, then becomes ``argv[2:]`` (exec: the same process, the same pid).
+_EXEC_WITH_SIGNALS = (
+    "import os, signal, sys\n"
+    "ignored = {int(n) for n in sys.argv[1].split(',') if n}\n"
+    f"for each in {tuple(int(s) for s in STOPPING_SIGNALS)}:\n"
+    "    signal.signal(each, signal.SIG_IGN if each in ignored else signal.SIG_DFL)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def with_signals(argv: Sequence[str], *, ignored: Iterable[signal.Signals] = ()) -> list[str]:
+    """``argv`` (its first word an absolute path) started with SIGINT, SIGTERM and SIGHUP at
+    their defaults, as a terminal's foreground job starts, but ``ignored``, as ``nohup``
+    (SIGHUP) or a shell's background job (SIGINT) starts one. A test that sends a command
+    these signals starts it so: it would otherwise inherit what this test run was started
+    with, and a runner started as a background job ignores SIGINT."""
+    numbers = ",".join(str(int(each)) for each in ignored)
+    return [sys.executable, "-c", _EXEC_WITH_SIGNALS, numbers, *argv]

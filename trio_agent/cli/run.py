@@ -46,6 +46,7 @@ from ..runtime import (
     TurnPrevented,
     open_agent,
 )
+from ..stop_signals import stop_receiver
 from ..store import (
     JsonlStore,
     Session,
@@ -60,7 +61,6 @@ from .dsn import is_dsn, redact
 from .errors import INTERRUPTED, REFUSED, UNREADABLE, CliError, plural
 from .inputs import store_where
 from .repair_write import REAPED_NOTES, session_errors
-from .signals import STOPPING_SIGNALS
 
 if TYPE_CHECKING:
     from ..store import PostgresStore
@@ -519,7 +519,7 @@ async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresS
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     connected = await connect(args) if getattr(args, "model", None) is not None else None
     store = _make_store(args)
-    with trio.open_signal_receiver(signal.SIGINT, *STOPPING_SIGNALS) as interrupts:
+    with stop_receiver() as interrupts:
         async with contextlib.AsyncExitStack() as stack:
             stack.enter_context(_logs_in_one_line(err))
             await _enter(stack, store)

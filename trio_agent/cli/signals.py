@@ -1,12 +1,13 @@
 """SIGTERM and SIGHUP as a Ctrl-C, for the commands that run a port's processes without trio
-(``conform`` and ``harness``: :class:`~trio_agent.cli.program.ProgramCommand`).
+(``conform`` and ``harness``: :class:`~trio_agent.cli.program.ProgramCommand`), unless the
+command was started with them ignored (:mod:`trio_agent.stop_signals`).
 
 Those processes run in sessions of their own, where neither the terminal's signals nor a
 SIGTERM sent to us reach them: a command ended by the signal's default action would leave
 them running. Raising :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread sends
 the command down the path its Ctrl-C takes, which kills every running port process's group;
 the top then exits 128 + the signal's number (spec/cli.md §trio-agent's own codes). ``run``
-takes the same signals through trio (``trio.open_signal_receiver``) instead.
+takes the same signals through trio (:func:`~trio_agent.stop_signals.stop_receiver`) instead.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Final
 
-__all__ = ["STOPPING_SIGNALS", "Terminated", "terminated_as_interrupt"]
+from ..stop_signals import STOPPING_SIGNALS, heeded
 
-#: The signals that ask a command to stop, besides Ctrl-C: ``kill``, ``timeout``, a service
-#: manager (SIGTERM); the terminal closing (SIGHUP).
-STOPPING_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
+__all__ = ["Terminated", "terminated_as_interrupt"]
+
+#: The stopping signals but Ctrl-C, which Python turns into a ``KeyboardInterrupt`` itself.
+_TERMINATING: Final = tuple(each for each in STOPPING_SIGNALS if each != signal.SIGINT)
 
 
 class Terminated(KeyboardInterrupt):
@@ -37,18 +39,20 @@ class Terminated(KeyboardInterrupt):
 def terminated_as_interrupt() -> Iterator[None]:
     """Within the block, the first SIGTERM or SIGHUP raises :class:`Terminated` in the main
     thread, and later ones are ignored, so that the cleanup it starts (bounded: SIGKILL, then
-    the kernel's word that the processes exited) is not cut short. Outside the main thread,
-    where no handler can be set, nothing changes. The handlers before are restored after."""
+    the kernel's word that the processes exited) is not cut short. One the command was
+    started with ignored stays ignored (``nohup``). Outside the main thread, where no handler
+    can be set, nothing changes. The handlers before are restored after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        for each in STOPPING_SIGNALS:
+        for each in taken:
             signal.signal(each, signal.SIG_IGN)
         raise Terminated(signum)
 
-    previous = {each: signal.signal(each, stop) for each in STOPPING_SIGNALS}
+    taken = heeded(_TERMINATING)
+    previous = {each: signal.signal(each, stop) for each in taken}
     try:
         yield
     finally:

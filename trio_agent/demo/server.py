@@ -52,7 +52,6 @@ import functools
 import ipaddress
 import itertools
 import resource
-import signal
 import sys
 from collections.abc import AsyncIterator
 from importlib import resources
@@ -64,6 +63,7 @@ import trio
 import trio_websocket
 
 from ..failures import leaves
+from ..stop_signals import stop_receiver
 from .engine import DemoError, Driver, open_run, pace_from_env
 from .messages import (
     BadMessage,
@@ -670,9 +670,10 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     async def main() -> None:
         # SIGINT, SIGTERM and SIGHUP cancel everything in order: each client's run is torn
-        # down (its worker and tool processes stopped) before the process exits.
+        # down (its worker and tool processes stopped) before the process exits. One the
+        # server was started with ignored (nohup's SIGHUP) stays ignored.
         listeners = await trio.open_tcp_listeners(args.port, host=args.host)
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        with stop_receiver() as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
                 port = await nursery.start(

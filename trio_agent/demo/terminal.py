@@ -27,7 +27,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import sys
 import textwrap
 import unicodedata
@@ -38,6 +37,7 @@ from typing import Any, Final, TextIO
 import attrs
 import trio
 
+from ..stop_signals import stop_receiver
 from ..store import escape_id
 from .engine import DemoError, Driver, open_run, pace_from_env
 from .scenarios import SCENARIOS
@@ -718,8 +718,8 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # Ctrl+C (or SIGTERM, or SIGHUP: the terminal closed) cancels in order: the running
         # scenario is torn down (worker and tool processes stopped) instead of a
         # KeyboardInterrupt landing at a random spot, or the process dying with them running.
-        stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        with trio.open_signal_receiver(*stopping) as signals:
+        # One the demo was started with ignored (nohup's SIGHUP) stays ignored.
+        with stop_receiver() as signals:
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from support import proc
 from support.polling import HANG_GUARD, until_sync
-from support.procenv import child_env
+from support.procenv import child_env, with_signals
 
 #: ``trio-agent`` as a command line: this interpreter running the package.
 CLI = (sys.executable, "-m", "trio_agent")
@@ -88,13 +88,20 @@ def one_line(proc: subprocess.CompletedProcess[str], code: int) -> str:
     return proc.stderr.rstrip("\n")
 
 
-def stop_while_it_waits(args: Sequence[str], pidfile: Path, stop: signal.Signals) -> None:
+def stop_while_it_waits(
+    args: Sequence[str],
+    pidfile: Path,
+    stop: signal.Signals,
+    *,
+    ignoring: signal.Signals | None = None,
+) -> None:
     """Run ``trio-agent ARGS`` until the program it drives writes, to ``pidfile``, the pid of
     a process that then waits for ever; send ``stop`` to the CLI. It must exit 128 + the
     signal without a traceback, and that process must be gone by then: by the tests' own
-    probe, with no wait of the test's."""
+    probe, with no wait of the test's. With ``ignoring``, the CLI is started with that signal
+    ignored (``nohup``) and is sent it first: it must go on, to be stopped by ``stop``."""
     cli = subprocess.Popen(
-        [*CLI, *args],
+        with_signals([*CLI, *args], ignored=[ignoring] if ignoring else []),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -105,6 +112,9 @@ def stop_while_it_waits(args: Sequence[str], pidfile: Path, stop: signal.Signals
     try:
         waiting = int(until_sync(lambda: pidfile.exists() and pidfile.read_text()))
         assert proc.alive(waiting)
+        if ignoring is not None:
+            # Were it taken, it would stop the CLI first: 128 + it, not 128 + stop.
+            cli.send_signal(ignoring)
         cli.send_signal(stop)
         _, err = cli.communicate(timeout=HANG_GUARD)
         assert cli.returncode == 128 + stop, err

@@ -10,11 +10,11 @@ import contextlib
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import trio
 
-from support.procenv import REPO, child_env
+from support.procenv import REPO, child_env, with_signals
 from trio_agent.demo.engine import Driver
 
 TAG_VAR = "TRIO_AGENT_DEMO_TEST_TAG"
@@ -46,10 +46,15 @@ class ServerProcess:
 
 
 @contextlib.asynccontextmanager
-async def server_process(*extra: str) -> AsyncIterator[ServerProcess]:
-    """``python -m trio_agent serve --port 0 [extra...]`` in a subprocess; stopped with SIGINT."""
+async def server_process(
+    *extra: str, ignored: Sequence[signal.Signals] = ()
+) -> AsyncIterator[ServerProcess]:
+    """``python -m trio_agent serve --port 0 [extra...]`` in a subprocess, started with the
+    ``ignored`` signals ignored (:func:`~support.procenv.with_signals`); stopped with SIGINT,
+    or SIGTERM if SIGINT is ignored."""
+    serve = [sys.executable, "-m", "trio_agent", "serve", "--host", "127.0.0.1", "--port", "0"]
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "trio_agent", "serve", "--host", "127.0.0.1", "--port", "0", *extra],
+        with_signals([*serve, *extra], ignored=ignored),
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         env=child_env(),
@@ -69,7 +74,7 @@ async def server_process(*extra: str) -> AsyncIterator[ServerProcess]:
     finally:
         with trio.CancelScope(shield=True):
             if proc.returncode is None:
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(signal.SIGTERM if signal.SIGINT in ignored else signal.SIGINT)
                 with trio.move_on_after(HANG_GUARD):
                     await proc.wait()
             if proc.returncode is None:
