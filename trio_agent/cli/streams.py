@@ -6,16 +6,19 @@ FILE > out``; only a failure of the stream itself may be reported as one (spec/c
 are written through :class:`_StreamFile`, which turns an error into :class:`OutputFailed`
 naming the stream. A closed pipe stays a :class:`BrokenPipeError` (exit 141). stderr also
 shows its control characters, but the newline (:class:`_ShownText`), so that no message can
-drive the terminal it is read on.
+drive the terminal it is read on. A character stdout's encoding cannot write (an ASCII or
+Latin-1 locale, ``PYTHONIOENCODING``) is written as a JSON escape (:data:`ESCAPES`), not
+raised (spec/cli.md §Output encoding).
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 __all__ = ["OutputFailed", "failure", "guard_std_streams", "say", "silence"]
 
@@ -59,6 +62,29 @@ class _StreamFile(io.RawIOBase):
             raise failed from None
 
 
+#: The error handler of stdout's encoding: what it cannot encode is written ``\uXXXX``, a
+#: character above U+FFFF as its surrogate pair. Inside a JSON string that is the same
+#: string, so JSON output stays valid and equal; in text it names the character.
+ESCAPES: Final = "trio_agent.json_escapes"
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    escaped = []
+    for char in error.object[error.start : error.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            escaped.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            escaped.append(f"\\u{code:04x}")
+    return "".join(escaped), error.end
+
+
+codecs.register_error(ESCAPES, _json_escapes)
+
+
 class _ShownText(io.TextIOWrapper):
     """stderr: its control characters shown, but for the newlines that end its lines
     (``render.visible_in_lines``: ESC as ``␛``...). Every line there is a message, and a
@@ -75,7 +101,8 @@ class _ShownText(io.TextIOWrapper):
 def _guarded(stream: TextIO, fd: int, name: str) -> TextIO:
     """A text stream on ``fd`` buffered as ``stream`` is: over a buffer, or straight over the
     raw file under ``python -u`` (``PYTHONUNBUFFERED``), line-buffered or written through;
-    for stderr, a :class:`_ShownText`."""
+    for stderr, a :class:`_ShownText`. In ``stream``'s encoding; where its errors are strict
+    (stdout's default), with :data:`ESCAPES` instead (stderr's default already escapes)."""
     raw = _StreamFile(fd, name)
     unbuffered = isinstance(getattr(stream, "buffer", None), io.RawIOBase)
     under: Any = raw if unbuffered else io.BufferedWriter(raw)
@@ -83,7 +110,7 @@ def _guarded(stream: TextIO, fd: int, name: str) -> TextIO:
     return text_stream(
         under,
         encoding=stream.encoding,
-        errors=stream.errors,
+        errors=ESCAPES if stream.errors == "strict" else stream.errors,
         line_buffering=bool(stream.line_buffering),
         write_through=bool(getattr(stream, "write_through", False)),
     )
