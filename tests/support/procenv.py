@@ -43,3 +43,19 @@ def with_signals(argv: Sequence[str], *, ignored: Iterable[signal.Signals] = ())
     with, and a runner started as a background job ignores SIGINT."""
     numbers = ",".join(str(int(each)) for each in ignored)
     return [sys.executable, "-c", _EXEC_WITH_SIGNALS, numbers, *argv]
+
+
+#: Closes the descriptors numbered in ``argv[1]`` (comma-separated), then becomes
+#: ``argv[2:]``: a command started without them, as ``cmd >&-`` starts it.
+_EXEC_WITHOUT = (
+    "import os, sys\n"
+    "for fd in filter(None, sys.argv[1].split(',')):\n"
+    "    os.close(int(fd))\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def without_fds(argv: Sequence[str], fds: Iterable[int]) -> list[str]:
+    """``argv`` (its first word an absolute path) started without the descriptors ``fds``
+    (0, 1, 2: stdin, stdout, stderr), as a shell's ``<&-``, ``>&-`` or ``2>&-`` starts it."""
+    return [sys.executable, "-c", _EXEC_WITHOUT, ",".join(map(str, fds)), *argv]

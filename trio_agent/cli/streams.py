@@ -8,13 +8,16 @@ naming the stream. A closed pipe stays a :class:`BrokenPipeError` (exit 141). st
 shows its control characters, but the newline (:class:`_ShownText`), so that no message can
 drive the terminal it is read on. A character stdout's encoding cannot write (an ASCII or
 Latin-1 locale, ``PYTHONIOENCODING``) is written as a JSON escape (:data:`ESCAPES`), not
-raised (spec/cli.md §Output encoding).
+raised (spec/cli.md §Output encoding). A standard descriptor the process was started
+without is opened on ``/dev/null`` first, so that no file takes its number; a write to a
+stdout closed so fails as above (exit 74).
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import io
 import os
 import sys
@@ -35,9 +38,12 @@ class _StreamFile(io.RawIOBase):
     """File descriptor ``fd`` (1 or 2) as a raw stream whose write errors are
     :class:`OutputFailed`. Closing it leaves the descriptor open, as ``RawIOBase`` does."""
 
-    def __init__(self, fd: int, name: str) -> None:
+    def __init__(self, fd: int, name: str, *, closed_at_start: bool = False) -> None:
         super().__init__()
         self._fd, self._name = fd, name
+        #: The process was started without this descriptor: every write fails, until
+        #: :func:`silence` lets them go to ``/dev/null``, where the descriptor points.
+        self.closed_at_start = closed_at_start
         #: The first write that failed: kept, as some callers swallow the error (argparse's
         #: help and version do).
         self.failed: OutputFailed | None = None
@@ -53,6 +59,8 @@ class _StreamFile(io.RawIOBase):
 
     def write(self, data: Any) -> int:
         try:
+            if self.closed_at_start:
+                raise OSError(errno.EBADF, "it was closed when trio-agent started")
             return os.write(self._fd, data)
         except (BrokenPipeError, BlockingIOError):
             raise
@@ -120,25 +128,71 @@ def guard_std_streams() -> tuple[TextIO, TextIO]:
     """``sys.stdout`` and ``sys.stderr`` replaced by streams like them (encoding, errors,
     buffering) over :class:`_StreamFile`, and returned. Only the interpreter's own streams
     are replaced (not a test's capture): one buffer then holds everything bound for each
-    fd, argparse's help included."""
-    if sys.stdout is sys.__stdout__ and sys.stdout is not None:
+    fd, argparse's help included.
+
+    A standard descriptor the process was started without (``>&-``, ``2>&-``, ``<&-``;
+    Python then sets its stream to ``None``) is first opened on ``/dev/null``
+    (:func:`_fill_closed`). stdin then reads as empty, stderr's messages go nowhere, and
+    stdout's first write fails as any failed write does: exit 74, said on stderr."""
+    closed = _fill_closed()
+    if 0 in closed and sys.stdin is None:  # open for the process's life, as Python's is
+        sys.stdin = open(0, closefd=False, errors="replace")  # noqa: SIM115
+    if 1 in closed and sys.stdout is None:
+        sys.stdout = _closed_at_start(1, "stdout")
+    elif sys.stdout is sys.__stdout__ and sys.stdout is not None:
         sys.stdout = _guarded(sys.stdout, 1, "stdout")
-    if sys.stderr is sys.__stderr__ and sys.stderr is not None:
+    if 2 in closed and sys.stderr is None:
+        sys.stderr = _closed_at_start(2, "stderr")
+    elif sys.stderr is sys.__stderr__ and sys.stderr is not None:
         sys.stderr = _guarded(sys.stderr, 2, "stderr")
     return sys.stdout, sys.stderr
+
+
+def _fill_closed() -> frozenset[int]:
+    """Each of descriptors 0, 1 and 2 that is not open, opened on ``/dev/null``; returns
+    which were not. Else the next file the command opened would take that number: a session
+    log opened as descriptor 1 would be every child's stdout."""
+    closed = set()
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            closed.add(fd)
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    return frozenset(closed)
+
+
+def _closed_at_start(fd: int, name: str) -> TextIO:
+    """The stream of descriptor ``fd``, which the process was started without (now on
+    ``/dev/null``): stdout's writes fail, naming the stream; stderr's go nowhere."""
+    raw = _StreamFile(fd, name, closed_at_start=name == "stdout")
+    text_stream = _ShownText if name == "stderr" else io.TextIOWrapper
+    return text_stream(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace")
+
+
+def _raw(stream: TextIO) -> _StreamFile | None:
+    """The :class:`_StreamFile` under ``stream``, if :func:`guard_std_streams` made it."""
+    under = getattr(stream, "buffer", None)
+    raw = getattr(under, "raw", under)
+    return raw if isinstance(raw, _StreamFile) else None
 
 
 def failure(stream: TextIO) -> OutputFailed | None:
     """The first write of ``stream`` that failed, if it is one :func:`guard_std_streams` made
     (``None`` for any other stream)."""
-    under = getattr(stream, "buffer", None)
-    raw = getattr(under, "raw", under)
-    return raw.failed if isinstance(raw, _StreamFile) else None
+    raw = _raw(stream)
+    return None if raw is None else raw.failed
 
 
 def silence(stream: TextIO) -> None:
     """Point ``stream``'s descriptor at /dev/null, so that what it still holds, and the
     interpreter's final flush, go nowhere quietly (after a closed pipe or a failed write)."""
+    raw = _raw(stream)
+    if raw is not None:
+        raw.closed_at_start = False  # its descriptor is /dev/null already
     with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())
