@@ -4,7 +4,8 @@ One module per command (``check``, ``repair``, ``fold``, ``truncate``, ``show``,
 ``sessions``, ``run``, ``demo`` (with ``serve``), ``conform``, ``harness``), with the shared
 pieces beside them: :mod:`.errors` (exit codes, stated once), :mod:`.inputs` (opening a log
 or a stored session, liveness) and :mod:`.parser` (the options, and the lazy table of which
-module runs which command). This module is the top: :func:`main` parses, runs the command,
+module runs which command; ``conform``'s options are in :mod:`.conform_options`, beside
+its heavy runner). This module is the top: :func:`main` parses, runs the command,
 and turns whatever escapes it, exception groups included, into one line on stderr and an
 exit code (spec/cli.md §Exit codes); never a traceback.
 """

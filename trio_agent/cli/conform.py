@@ -43,14 +43,11 @@ from ..log.codec import MAX_DEPTH, too_deep
 from ..procs.census import comm, group_members
 from ..procs.group_kill import kill_group_until_gone
 from ..spec_files import SpecMissing, spec_root
-from .program import ProgramCommand, UsageError
+from .conform_options import COMMAND, CORES, MAX_OUTPUT, TIMEOUT
+from .program import UsageError
 
-__all__ = ["CaseResult", "add_parser", "default_vectors", "main", "run_case"]
+__all__ = ["CaseResult", "default_vectors", "main", "run_case"]
 
-#: Default bound on one case (every command it runs), a safety net against a port that hangs.
-TIMEOUT: Final = 30.0
-#: Default bound on what one command may write, per stream (no vector's answer comes near).
-MAX_OUTPUT: Final = 1 << 20
 #: Lines of a unified diff shown per mismatch.
 DIFF_LINES: Final = 40
 
@@ -846,63 +843,6 @@ def conform(
     return not failed
 
 
-def _positive(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not 0 < value < float("inf"):
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-        return value
-
-    return parse
-
-
-#: The default of ``--jobs``: this machine's core count.
-CORES: Final = os.cpu_count() or 1
-
-
-def _options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--only",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="run the cases whose id, folder or rule matches (repeatable): "
-        "--only 'repair/*', --only truncate, --only I16",
-    )
-    p.add_argument("--list", action="store_true", help="list the selected cases; run nothing")
-    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failing case")
-    p.add_argument(
-        "--vectors", default=None, metavar="DIR", help="default: the vectors shipped in the package"
-    )
-    p.add_argument(
-        "--jobs",
-        type=_positive(int),
-        default=CORES,
-        metavar="N",
-        help=f"run N cases at once (default: the core count, {CORES} here)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_positive(float),
-        default=TIMEOUT,
-        metavar="SECONDS",
-        help=f"safety net: a case whose commands take longer fails (default {TIMEOUT:g})",
-    )
-    p.add_argument(
-        "--max-output",
-        type=_positive(int),
-        default=MAX_OUTPUT,
-        metavar="BYTES",
-        help=f"a command writing more to stdout or stderr is killed (default {MAX_OUTPUT})",
-    )
-    p.add_argument(
-        "--junit-xml", default=None, metavar="FILE", help="also write the results as JUnit XML"
-    )
-
-
 def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     root = Path(args.vectors) if args.vectors else default_vectors()
     if not root.is_dir():
@@ -937,22 +877,6 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     return 0 if ok else 1
 
 
-COMMAND: Final = ProgramCommand(
-    name="conform",
-    program="the port's",
-    help="run every spec vector against a CLI implementing spec/cli.md",
-    description="Run spec/vectors against CMD (spec/cli.md). Exit 0 when all pass.",
-    options=_options,
-    body=_run,
-    optional=True,
-)
-
-
-def add_parser(sub: Any) -> None:
-    """Register ``conform`` on the CLI's subparsers (called from cli/parser.py)."""
-    COMMAND.add_parser(sub)
-
-
 def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``trio-agent conform [--only GLOB] [--list] [-x] [--jobs N] ... -- CMD...``."""
-    return COMMAND.main(args, out, err)
+    return COMMAND.main(args, out, err, _run)

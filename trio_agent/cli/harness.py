@@ -272,7 +272,6 @@ COMMAND: Final = ProgramCommand(
     help="drive a runtime speaking spec/harness.md with the state machine",
     description="Drive CMD (spec/harness.md) with the Hypothesis state machine.",
     options=_options,
-    body=_run,
     optional=True,
 )
 
@@ -284,4 +283,4 @@ def add_parser(sub: Any) -> None:
 
 def main(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``trio-agent harness [--examples N] [--steps K] [--seed S] ... -- CMD...``."""
-    return COMMAND.main(args, out, err)
+    return COMMAND.main(args, out, err, _run)

@@ -11,7 +11,7 @@ import argparse
 from typing import Final, NoReturn
 
 from ..log import REAP_KINDS
-from . import conform, harness
+from . import conform_options, harness
 from .errors import UNREADABLE, CliError, epilog
 
 DESCRIPTION = """\
@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", help="store directory (default: ./sessions)")
     p.add_argument("--store", metavar="STORE", help=store_help)
 
-    conform.add_parser(sub)
+    conform_options.add_parser(sub)
     harness.add_parser(sub)
     for name in ("conform", "harness"):
         sub.choices[name].epilog = epilog(name)

@@ -5,7 +5,8 @@ under test as the rest of the command line, refuse a missing one, and turn every
 problem into one line ``NAME: what is wrong`` and exit 2. A :class:`ProgramCommand` holds
 that opening once; each command states only what differs: its name and help, its options,
 and its body, which gets the program's argv and raises :class:`UsageError` for a usage
-problem.
+problem. The body is given to :meth:`ProgramCommand.main`, not held: the parser registers
+the command without importing the module that runs it (``conform``'s is heavy).
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ import attrs
 from .errors import UNREADABLE
 from .signals import terminated_as_interrupt
 
-__all__ = ["USAGE", "ProgramCommand", "UsageError"]
+__all__ = ["USAGE", "Body", "ProgramCommand", "UsageError"]
+
+#: What a command does with the program's argv and its options, writing to ``out``; returns
+#: the exit code.
+Body = Callable[[list[str], argparse.Namespace, TextIO], int]
 
 #: The exit code of a usage problem: the command line's 2 (spec/cli.md §Exit codes).
 USAGE = UNREADABLE
@@ -40,13 +45,12 @@ class ProgramCommand:
     description: str
     #: Adds the command's own options to its parser.
     options: Callable[[argparse.ArgumentParser], None]
-    #: Runs the command on the program's argv; returns the exit code.
-    body: Callable[[list[str], argparse.Namespace, TextIO], int]
     #: The body may run without a program (``--list``) and checks for one itself.
     optional: bool = False
 
     def add_parser(self, sub: Any) -> argparse.ArgumentParser:
-        """Register the command on the CLI's subparsers; ``main`` runs it."""
+        """Register the command on the CLI's subparsers (the parser's ``COMMANDS`` table says
+        which module's ``main`` runs it)."""
         p: argparse.ArgumentParser = sub.add_parser(
             self.name, help=self.help, description=self.description
         )
@@ -57,12 +61,11 @@ class ProgramCommand:
             metavar="-- CMD...",
             help="the program to test, after --",
         )
-        p.set_defaults(run=self.main)
         return p
 
-    def main(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-        """Take the program's argv from ``args.cmd`` and run the body; a usage problem is one
-        line on ``err`` and exit 2."""
+    def main(self, args: argparse.Namespace, out: TextIO, err: TextIO, body: Body) -> int:
+        """Take the program's argv from ``args.cmd`` and run ``body`` on it; a usage problem
+        is one line on ``err`` and exit 2."""
         command = list(args.cmd)
         if command[:1] == ["--"]:
             command = command[1:]
@@ -72,7 +75,7 @@ class ProgramCommand:
                     f"give {self.program} command after --, e.g. {self.name} -- ./my-port"
                 )
             with terminated_as_interrupt():  # the port's processes are stopped, not left
-                return self.body(command, args, out)
+                return body(command, args, out)
         except UsageError as exc:
             print(f"{self.name}: {exc}", file=err)
             return USAGE
