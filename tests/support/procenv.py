@@ -1,6 +1,7 @@
 """The environment a test's child process runs with: ours, with this checkout first on
 ``PYTHONPATH`` so that ``python -m trio_agent`` or a test script imports the code under test;
-and the stopping signals it starts with, for the tests that send them."""
+the stopping signals it starts with, for the tests that send them; and the standard
+descriptors it starts without, for the tests that close them."""
 
 from __future__ import annotations
 
