@@ -4,6 +4,7 @@ error line when a turn fails."""
 
 from __future__ import annotations
 
+import json
 import resource
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from typing import Any
 import orjson
 import trio
 from support.cli import CLI, cli, no_traceback, one_line
-from support.procenv import child_env
+from support.procenv import REPO, child_env
 
 from trio_agent.testing.provider import (
     Play,
@@ -172,6 +173,36 @@ async def test_run_speaks_anthropic_and_resume_shows_the_last_turns(tmp_path: Pa
     assert "  you: what is here?" in again.stderr
     assert "  model: It printed from-claude." in again.stderr
     assert again.stdout.strip().endswith("Welcome back.")
+
+
+def test_a_full_disk_at_the_cold_open_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A crashed session whose closers cannot be appended (RLIMIT_FSIZE at the log's size):
+    one line that says the closers were not written, exit 2, and the log left a valid
+    prefix. The line once ended "2 event(s) stay queued and will be retried", of a run that
+    had already stopped."""
+    vector = json.loads((REPO / "spec/vectors/repair/aborted-result-step-open.json").read_text())
+    log = tmp_path / "sessions" / "vec" / "session.jsonl"  # the vector's session id
+    log.parent.mkdir(parents=True)
+    log.write_bytes("".join(line + "\n" for line in vector["log"]).encode())
+    before = log.read_bytes()
+    closers = len(vector["expect"]["closers"])
+
+    def no_growth() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(before), len(before)))
+
+    done = subprocess.run(
+        [*CLI, "run", "--root", str(tmp_path / "sessions"), "--session", "vec"],
+        input="", capture_output=True, text=True, preexec_fn=no_growth, cwd=tmp_path,
+        env=child_env(), timeout=120, check=False,
+    )  # fmt: skip
+    no_traceback(done)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"{log}: cannot write the session log (File too large); the {closers} events its cold "
+        "open appends were not written (the log is a valid prefix, which the next open repairs)"
+    ]
+    assert log.read_bytes() == before
 
 
 def test_a_full_disk_is_one_line_and_exit_2(tmp_path: Path) -> None:

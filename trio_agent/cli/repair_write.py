@@ -37,7 +37,7 @@ from ..store import (
 )
 from ..store.recovery import Reaper, cold_scan
 from .dsn import redact
-from .errors import BROKEN, OK, REFUSED, UNREADABLE, CliError
+from .errors import BROKEN, OK, REFUSED, UNREADABLE, CliError, plural
 
 #: What each R5 kind (spec/recovery.md) did, as the command line's notes say it.
 REAPED_NOTES: Final = {
@@ -85,7 +85,15 @@ def session_errors(
         if repairing:
             what = f"{where}: {exc} (nothing was written; run repair again)"
             raise CliError(what, REFUSED) from None
-        raise CliError(f"{where}: {exc}", REFUSED if dsn is not None else UNREADABLE) from None
+        # The open's repair (the closers it appends) could not be flushed. The error's own
+        # words ("will be retried") are for a session that stays open; this one never opened.
+        reason = exc.cause.strerror or exc.cause
+        what = (
+            f"{where}: cannot write the session log ({reason}); the {plural(exc.queued, 'event')}"
+            " its cold open appends were not written (the log is a valid prefix, which the "
+            "next open repairs)"
+        )
+        raise CliError(what, REFUSED if dsn is not None else UNREADABLE) from None
     except SessionCorrupt as exc:
         raise CliError(str(exc), BROKEN) from None
     except (UnsupportedFormat, NotALogFile, CreateFailed) as exc:  # their messages name it
