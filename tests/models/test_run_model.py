@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import trio
@@ -175,32 +175,64 @@ async def test_run_speaks_anthropic_and_resume_shows_the_last_turns(tmp_path: Pa
     assert again.stdout.strip().endswith("Welcome back.")
 
 
-def test_a_full_disk_at_the_cold_open_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    """A crashed session whose closers cannot be appended (RLIMIT_FSIZE at the log's size):
-    one line that says the closers were not written, exit 2, and the log left a valid
-    prefix. The line once ended "2 event(s) stay queued and will be retried", of a run that
-    had already stopped."""
-    vector = json.loads((REPO / "spec/vectors/repair/aborted-result-step-open.json").read_text())
-    log = tmp_path / "sessions" / "vec" / "session.jsonl"  # the vector's session id
-    log.parent.mkdir(parents=True)
-    log.write_bytes("".join(line + "\n" for line in vector["log"]).encode())
-    before = log.read_bytes()
-    closers = len(vector["expect"]["closers"])
+#: A crashed session: its log leaves a turn open, which a repair closes.
+CRASHED: Final = REPO / "spec/vectors/repair/aborted-result-step-open.json"
+
+
+def _crashed_log(path: Path) -> int:
+    """Write :data:`CRASHED`'s log to ``path``; return how many closers its repair appends."""
+    vector = json.loads(CRASHED.read_text())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes("".join(line + "\n" for line in vector["log"]).encode())
+    return len(vector["expect"]["closers"])
+
+
+def _without_growth(path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``trio-agent argv...`` with no file allowed to grow past ``path``'s size
+    (RLIMIT_FSIZE, as a full disk: an append fails with EFBIG)."""
+    size = path.stat().st_size
 
     def no_growth() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with EFBIG instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (len(before), len(before)))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
     done = subprocess.run(
-        [*CLI, "run", "--root", str(tmp_path / "sessions"), "--session", "vec"],
-        input="", capture_output=True, text=True, preexec_fn=no_growth, cwd=tmp_path,
-        env=child_env(), timeout=120, check=False,
+        [*CLI, *argv], input="", capture_output=True, text=True, preexec_fn=no_growth,
+        cwd=path.parent, env=child_env(), timeout=120, check=False,
     )  # fmt: skip
     no_traceback(done)
+    return done
+
+
+def test_a_full_disk_at_the_cold_open_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A crashed session whose closers cannot be appended: one line that says the closers
+    were not written, exit 2, and the log left a valid prefix. The line once ended "2
+    event(s) stay queued and will be retried", of a run that had already stopped."""
+    log = tmp_path / "sessions" / "vec" / "session.jsonl"  # the vector's session id
+    closers = _crashed_log(log)
+    before = log.read_bytes()
+    done = _without_growth(log, "run", "--root", str(tmp_path / "sessions"), "--session", "vec")
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"{log}: cannot write the session log (File too large); the {closers} events its cold "
         "open appends were not written (the log is a valid prefix, which the next open repairs)"
+    ]
+    assert log.read_bytes() == before
+
+
+def test_a_full_disk_under_repair_write_says_the_closers_were_not_written(
+    tmp_path: Path,
+) -> None:
+    """``repair --write`` on a full disk: the closers were not written, said once, exit 3. It
+    once said they "stay queued and will be retried" beside "run repair again"."""
+    log = tmp_path / "session.jsonl"
+    closers = _crashed_log(log)
+    before = log.read_bytes()
+    done = _without_growth(log, "repair", "--write", str(log))
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [
+        f"{log}: session 'vec': write failed (File too large); {closers} event(s) its repair "
+        "appends were not written (the file holds a valid prefix; run repair again)"
     ]
     assert log.read_bytes() == before
 

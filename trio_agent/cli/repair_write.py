@@ -85,8 +85,8 @@ def session_errors(
         if repairing:
             what = f"{where}: {exc} (nothing was written; run repair again)"
             raise CliError(what, REFUSED) from None
-        # The open's repair (the closers it appends) could not be flushed. The error's own
-        # words ("will be retried") are for a session that stays open; this one never opened.
+        # The cold open's repair could not append its closers: said as `run`'s other
+        # full-disk line says it (spec/cli.md §`trio-agent run`'s screen).
         reason = exc.cause.strerror or exc.cause
         what = (
             f"{where}: cannot write the session log ({reason}); the {plural(exc.queued, 'event')}"

@@ -211,7 +211,8 @@ class CreateFailed(StoreError, OSError):
 
 @attrs.define(auto_exc=True, slots=False)
 class WriteFailed(StoreError, OSError):
-    """A batch could not be written or synced; its events stay queued and will be retried.
+    """A batch could not be written or synced. Its events stay queued and will be retried,
+    but for a closing session's (they are lost) and a repair's closers (nothing queues them).
 
     It is an :class:`OSError` too, carrying the ``errno`` of the failure (``__cause__`` is the
     original exception).
@@ -221,16 +222,23 @@ class WriteFailed(StoreError, OSError):
     cause: OSError
     queued: int
     closing: bool = attrs.field(default=False, kw_only=True)
+    #: The events are the closers a repair (a cold open's, or ``repair --write``'s) appends:
+    #: nothing queues them, and the open or repair that wrote them has failed.
+    repairing: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         # While the session stays open the events are retried; the close's final flush is
-        # the last attempt, so then they are lost (the file stays a valid prefix).
-        fate = (
-            "could not be written and are lost (the session is closed; its log is a valid "
-            "prefix, which the next open repairs)"
-            if self.closing
-            else "stay queued and will be retried"
-        )
+        # the last attempt, so then they are lost (the file stays a valid prefix). A
+        # repair's closers are not queued at all: its open (or repair) fails with them.
+        if self.closing:
+            fate = (
+                "could not be written and are lost (the session is closed; its log is a "
+                "valid prefix, which the next open repairs)"
+            )
+        elif self.repairing:
+            fate = "its repair appends were not written"
+        else:
+            fate = "stay queued and will be retried"
         OSError.__init__(
             self,
             self.cause.errno,

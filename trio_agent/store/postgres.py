@@ -660,7 +660,7 @@ class PostgresStore(StoreLifecycle):
         except _Fenced as exc:
             raise exc.error from None
         except OSError as exc:
-            raise WriteFailed(session_id, exc, len(closers)) from exc
+            raise WriteFailed(session_id, exc, len(closers), repairing=True) from exc
 
     async def _go_live(
         self,

@@ -357,7 +357,7 @@ async def cold_open_fd(
         try:
             await trio.to_thread.run_sync(_append_closers, ops, fd, data, scan.keep)
         except OSError as exc:
-            raise WriteFailed(scan.header.id, exc, len(closers)) from exc
+            raise WriteFailed(scan.header.id, exc, len(closers), repairing=True) from exc
         return scan.keep + len(data)
 
     return await complete(scan, reaper=reaper, length=scan.keep, append=append)
