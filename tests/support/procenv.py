@@ -26,14 +26,23 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 #: Sets each stopping signal to be ignored if its number is in ``argv[1]`` (comma-separated),
-#: else to its default, then becomes ``argv[2:]`` (exec: the same process, the same pid).
-_EXEC_WITH_SIGNALS = (
+#: else to its default, closes the descriptors numbered in ``argv[2]``, then becomes
+#: ``argv[3:]`` (exec: the same process, the same pid).
+_EXEC_AS_STARTED = (
     "import os, signal, sys\n"
     "ignored = {int(n) for n in sys.argv[1].split(',') if n}\n"
     f"for each in {tuple(int(s) for s in STOPPING_SIGNALS)}:\n"
     "    signal.signal(each, signal.SIG_IGN if each in ignored else signal.SIG_DFL)\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
+    "for fd in filter(None, sys.argv[2].split(',')):\n"
+    "    os.close(int(fd))\n"
+    "os.execv(sys.argv[3], sys.argv[3:])\n"
 )
+
+
+def _as_started(argv: Sequence[str], ignored: Iterable[int], closed: Iterable[int]) -> list[str]:
+    """``argv`` (its first word an absolute path) run through :data:`_EXEC_AS_STARTED`."""
+    numbers = [",".join(str(int(each)) for each in group) for group in (ignored, closed)]
+    return [sys.executable, "-c", _EXEC_AS_STARTED, *numbers, *argv]
 
 
 def with_signals(argv: Sequence[str], *, ignored: Iterable[signal.Signals] = ()) -> list[str]:
@@ -42,21 +51,11 @@ def with_signals(argv: Sequence[str], *, ignored: Iterable[signal.Signals] = ())
     (SIGHUP) or a shell's background job (SIGINT) starts one. A test that sends a command
     these signals starts it so: it would otherwise inherit what this test run was started
     with, and a runner started as a background job ignores SIGINT."""
-    numbers = ",".join(str(int(each)) for each in ignored)
-    return [sys.executable, "-c", _EXEC_WITH_SIGNALS, numbers, *argv]
-
-
-#: Closes the descriptors numbered in ``argv[1]`` (comma-separated), then becomes
-#: ``argv[2:]``: a command started without them, as ``cmd >&-`` starts it.
-_EXEC_WITHOUT = (
-    "import os, sys\n"
-    "for fd in filter(None, sys.argv[1].split(',')):\n"
-    "    os.close(int(fd))\n"
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
+    return _as_started(argv, ignored, ())
 
 
 def without_fds(argv: Sequence[str], fds: Iterable[int]) -> list[str]:
     """``argv`` (its first word an absolute path) started without the descriptors ``fds``
-    (0, 1, 2: stdin, stdout, stderr), as a shell's ``<&-``, ``>&-`` or ``2>&-`` starts it."""
-    return [sys.executable, "-c", _EXEC_WITHOUT, ",".join(map(str, fds)), *argv]
+    (0, 1, 2: stdin, stdout, stderr), as a shell's ``<&-``, ``>&-`` or ``2>&-`` starts it
+    (the stopping signals at their defaults, as :func:`with_signals` starts it)."""
+    return _as_started(argv, (), fds)
