@@ -14,6 +14,7 @@ whose runtime still runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -154,6 +155,42 @@ async def test_cancel_leaves_nothing_of_the_namespace(kind: str, tmp_path: Path)
     # run_group returned: by the kernel's word (the init's pidfd) and by ours, nothing is left.
     assert result.namespace_gone and result.survivors == ()
     assert in_namespace(found[0][1]) == []
+
+
+def _held_open(inode: int) -> list[int]:
+    """This process's descriptors open on PID namespace ``inode``."""
+    held = []
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            if os.readlink(f"/proc/self/fd/{name}") == f"pid:[{inode}]":
+                held.append(int(name))
+    return held
+
+
+@needs_namespace
+async def test_the_runtime_holds_the_namespace_open_until_the_call_ends() -> None:
+    """The kernel gives a new namespace the lowest free inode number: once a namespace ends,
+    its number soon names the next one made on the host. Held open, it keeps its number for
+    as long as the call's processes are found by it (spec/tools.md §10)."""
+    rec = Recorder()
+    options = ProcessOptions(containment="required", grace=0.2)
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                await run_group(
+                    ["bash", "-c", "echo up; sleep 1000"], **rec.callbacks(), options=options
+                )
+
+            nursery.start_soon(run)
+            await until(lambda: "up" in rec.text())
+            below = namespace_below(rec.pgid)
+            assert below is not None
+            _init, inode = below
+            assert len(_held_open(inode)) == 1
+            scope.cancel()
+    assert scope.cancelled_caught
+    assert _held_open(inode) == []
 
 
 @needs_namespace

@@ -175,6 +175,8 @@ class Run:
                 await self._process.stop()
             self.poll_log()
             await stop_leftovers(self.groups.values(), self.dir)
+        for group in self.groups.values():
+            group.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- the worker ------------------------------------------------------------------------------
@@ -251,6 +253,9 @@ class Run:
         for event in new:
             if event.type == "tool/spawned":
                 group = Group.from_spawned(event)
+                replaced = self.groups.get(group.pgid)
+                if replaced is not None:  # the pid was reused by a later call's group
+                    replaced.close()
                 self.groups[group.pgid] = group
         if bad is not None:
             self.failure = f"the session file has a bad line: {bad}"

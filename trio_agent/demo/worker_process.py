@@ -33,7 +33,6 @@ from ..procs.census import (
     leader_identity,
     namespace_init,
     namespace_members,
-    pid_namespace,
     process_identity,
 )
 from ..procs.orphans import reap_orphan_group
@@ -41,8 +40,11 @@ from ..procs.orphans import reap_orphan_group
 __all__ = [
     "PIPE_ERRORS",
     "Group",
+    "PinnedNamespace",
     "WorkerProcess",
     "group_alive",
+    "namespace_alive",
+    "pin_namespace",
     "processes_under",
     "stop_leftovers",
 ]
@@ -187,9 +189,9 @@ class Group:
     was_orphaned: bool = False
     #: As ``tool/spawned`` recorded it (spec/tools.md §10); an older log's is the group's.
     containment: str = "process-group"
-    #: Under ``pid-namespace``: the namespace's init and inode, once seen; its processes are
-    #: the call's even after the bwrap that made it is gone.
-    namespace: tuple[int, int] | None = None
+    #: Under ``pid-namespace``: the namespace, pinned once seen; its processes are the call's
+    #: even after the bwrap that made it is gone.
+    namespace: PinnedNamespace | None = None
 
     @classmethod
     def from_spawned(cls, event: Event) -> Group:
@@ -221,6 +223,11 @@ class Group:
         self.was_orphaned = self.was_orphaned or orphaned
         return True
 
+    def close(self) -> None:
+        """Let go of the pinned namespace, if any (the run is over)."""
+        if self.namespace is not None:
+            self.namespace.close()
+
     def to_json(self, *, worker_running: bool) -> dict[str, Any]:
         return {
             "pgid": self.pgid,
@@ -240,23 +247,56 @@ def group_alive(pgid: int, identity: str) -> list[int]:
     return group_members(pgid)
 
 
+@attrs.define
+class PinnedNamespace:
+    """A call's PID namespace, held by an open descriptor of it (``/proc/<init>/ns/pid``).
+
+    The kernel numbers each new namespace with the lowest free inode number, so once a
+    namespace ends its number soon belongs to the next one made on the host: a probe that
+    kept only the number would count that namespace's processes (another call's, another
+    program's) as the call's. While the descriptor is open the namespace object lives on,
+    its processes gone or not, and keeps its number."""
+
+    init: int
+    inode: int
+    fd: int | None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def pin_namespace(leader: int) -> PinnedNamespace | None:
+    """The PID namespace that ``leader`` (a bwrap we started) made, pinned; ``None`` if there
+    is none (yet, or any more)."""
+    init = namespace_init(leader)
+    if init is None:
+        return None
+    try:
+        fd = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # it exited since
+        return None
+    if namespace_init(leader) != init:  # it exited and its pid went to another before the open
+        os.close(fd)
+        return None
+    return PinnedNamespace(init, os.fstat(fd).st_ino, fd)
+
+
 def namespace_alive(
-    pgid: int, identity: str, namespace: tuple[int, int] | None
-) -> tuple[list[int], tuple[int, int] | None]:
+    pgid: int, identity: str, namespace: PinnedNamespace | None
+) -> tuple[list[int], PinnedNamespace | None]:
     """Live processes of a call contained in a PID namespace (spec/tools.md §10), and the
-    namespace's ``(init, inode)``: the command's processes, not the containment's (bwrap,
-    ``pgid``, and its init hold the namespace and die with it). The namespace is learnt from
-    the leader while it lives and kept, so its processes are seen even after the leader is
-    gone; until the namespace exists, the leader stands for it."""
+    namespace, pinned: the command's processes, not the containment's (bwrap, ``pgid``, and
+    its init hold the namespace and die with it). The namespace is learnt from the leader
+    while it lives and kept, so its processes are seen even after the leader is gone; until
+    the namespace exists, the leader stands for it."""
     leader = group_alive(pgid, identity)
     if namespace is None and leader:
-        init = namespace_init(pgid)
-        inode = None if init is None else pid_namespace(init)
-        namespace = None if init is None or inode is None else (init, inode)
+        namespace = pin_namespace(pgid)
     if namespace is None:
         return leader, None
-    init, inode = namespace
-    return namespace_members(inode, init=init) or leader, namespace
+    return namespace_members(namespace.inode, init=namespace.init) or leader, namespace
 
 
 def processes_under(directory: Path) -> list[int]:

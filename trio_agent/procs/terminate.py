@@ -296,11 +296,31 @@ class Namespace:
 
     ``init`` is the namespace's first process (its pid here), ``init_fd`` a pidfd opened on
     it right after the spawn, so it names that very process even after its pid is reused, and
-    ``inode`` the namespace's ``/proc/<pid>/ns/pid`` inode."""
+    ``inode`` the namespace's ``/proc/<pid>/ns/pid`` inode. ``pin_fd`` is that file, open
+    from the spawn to the end of the call (``None`` if the init had already exited): the
+    kernel numbers a new namespace with the lowest free inode number, and while the file is
+    open this one's number stays taken, so a scan by it finds the call's processes and no
+    later namespace's."""
 
     init: int
     init_fd: int
     inode: int
+    pin_fd: int | None = None
+
+
+def open_pin(init: int, init_fd: int, inode: int) -> int | None:
+    """``/proc/<init>/ns/pid`` opened, for :attr:`Namespace.pin_fd`; ``None`` if the init has
+    exited already (the namespace then has nothing left to scan for). The open is checked
+    after the fact: the init still running (its pidfd) proves the file opened was its own,
+    and the file must be the namespace bwrap reported."""
+    try:
+        fd = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if _exited(init_fd) or os.fstat(fd).st_ino != inode:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _signal_in_namespace(pid: int, sig: signal.Signals, namespace: int) -> bool:

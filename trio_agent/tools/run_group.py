@@ -35,6 +35,7 @@ from ..procs.terminate import (
     DEFAULT_KILL_WAIT,
     Namespace,
     TerminationReport,
+    open_pin,
     terminate_group,
     terminate_namespace,
 )
@@ -272,8 +273,9 @@ def _spawn(
 
 
 async def _namespace_of(info: trio.lowlevel.FdStream) -> Namespace:
-    """Read bwrap's ``--info-fd`` report (the namespace's init and its inode) and hold the
-    init with a pidfd. bwrap writes it and closes the pipe before the command runs."""
+    """Read bwrap's ``--info-fd`` report (the namespace's init and its inode), hold the init
+    with a pidfd and the namespace with its open file (:attr:`Namespace.pin_fd`). bwrap
+    writes it and closes the pipe before the command runs."""
     raw = b""
     async with info:
         while len(raw) <= _INFO_MAX:
@@ -289,7 +291,7 @@ async def _namespace_of(info: trio.lowlevel.FdStream) -> Namespace:
         init_fd = os.pidfd_open(init)
     except (ValueError, TypeError, KeyError, ProcessLookupError) as exc:
         raise OSError(errno.ECHILD, f"bwrap reported no PID namespace: {exc!r}") from None
-    return Namespace(init=init, init_fd=init_fd, inode=inode)
+    return Namespace(init=init, init_fd=init_fd, inode=inode, pin_fd=open_pin(init, init_fd, inode))
 
 
 async def run_group(
@@ -416,6 +418,8 @@ async def run_group(
                         await pump.done.wait()
                 if namespace is not None:
                     os.close(namespace.init_fd)
+                    if namespace.pin_fd is not None:
+                        os.close(namespace.pin_fd)
                 pipes_held = not pump.done.is_set()
                 pump.scope.cancel()
                 result = GroupResult(
