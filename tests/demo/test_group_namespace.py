@@ -2,8 +2,9 @@
 
 The kernel numbers each new PID namespace with the lowest free inode number, so the number of
 a namespace that ended soon names the next one made on the host. A probe that kept only the
-number counted that namespace's processes as the ended call's: the kill scenario's snapshot
-once showed its tool group alive again after the restart, with another test's tool in it.
+number counted that namespace's processes as the ended call's. The kill scenario's snapshot
+once showed its tool group alive again after the restart, under tests that make namespaces
+of their own at the same time: what a reused number does.
 The probe now holds the namespace open, which keeps its number. Which processes live where
 is read here from ``/proc`` by ``support.proc``, not by the code under test.
 """
