@@ -33,6 +33,7 @@ from ..procs.census import (
     leader_identity,
     namespace_init,
     namespace_members,
+    open_pid_namespace,
     process_identity,
 )
 from ..procs.orphans import reap_orphan_group
@@ -273,9 +274,8 @@ def pin_namespace(leader: int) -> PinnedNamespace | None:
     init = namespace_init(leader)
     if init is None:
         return None
-    try:
-        fd = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:  # it exited since
+    fd = open_pid_namespace(init)
+    if fd is None:  # it exited since
         return None
     if namespace_init(leader) != init:  # it exited and its pid went to another before the open
         os.close(fd)

@@ -260,6 +260,17 @@ def pid_namespace(pid: int) -> int | None:
         return None
 
 
+def open_pid_namespace(pid: int) -> int | None:
+    """A descriptor open on ``pid``'s PID namespace (``/proc/<pid>/ns/pid``, close-on-exec),
+    or ``None`` when the process is gone or its namespace cannot be opened. While it is open
+    the namespace keeps its inode number (spec/tools.md §10); the caller checks afterwards
+    that ``pid`` was still the process it meant."""
+    try:
+        return os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
 def namespace_init(leader: int) -> int | None:
     """The init of the PID namespace that ``leader`` (a bwrap we started) made: its child
     living in another PID namespace than ours; ``None`` if there is none (any more)."""

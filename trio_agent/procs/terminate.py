@@ -28,6 +28,7 @@ from .census import (
     is_alive,
     marked_processes,
     namespace_members,
+    open_pid_namespace,
     pid_namespace,
     read_stat,
 )
@@ -313,9 +314,8 @@ def open_pin(init: int, init_fd: int, inode: int) -> int | None:
     exited already (the namespace then has nothing left to scan for). The open is checked
     after the fact: the init still running (its pidfd) proves the file opened was its own,
     and the file must be the namespace bwrap reported."""
-    try:
-        fd = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+    fd = open_pid_namespace(init)
+    if fd is None:
         return None
     if _exited(init_fd) or os.fstat(fd).st_ino != inode:
         os.close(fd)
