@@ -50,12 +50,23 @@ REAPED_NOTES: Final = {
 if TYPE_CHECKING:
     from ..store import PostgresStore
 
-__all__ = ["reaper", "repair_session", "run_repair_file", "session_errors"]
+__all__ = ["cannot_write", "reaper", "repair_session", "run_repair_file", "session_errors"]
 
 
 def reaper(no_reap: bool) -> Reaper | None:
     """The orphan reaper the command line gives a store: none with ``--no-reap``."""
     return None if no_reap else reap_orphans
+
+
+def cannot_write(where: str, exc: WriteFailed, fate: str) -> str:
+    """``run``'s one line for a write the disk refused (spec/cli.md §`trio-agent run`'s
+    screen): ``WHERE: cannot write the session log (REASON); FATE (the log is a valid prefix,
+    which the next open repairs)``."""
+    reason = exc.cause.strerror or exc.errno
+    return (
+        f"{where}: cannot write the session log ({reason}); {fate} (the log is a valid "
+        "prefix, which the next open repairs)"
+    )
 
 
 @contextlib.contextmanager
@@ -85,15 +96,11 @@ def session_errors(
         if repairing:
             what = f"{where}: {exc} (nothing was written; run repair again)"
             raise CliError(what, REFUSED) from None
-        # The cold open's repair could not append its closers: said as `run`'s other
-        # full-disk line says it (spec/cli.md §`trio-agent run`'s screen).
-        reason = exc.cause.strerror or exc.cause
-        what = (
-            f"{where}: cannot write the session log ({reason}); the {plural(exc.queued, 'event')}"
-            " its cold open appends were not written (the log is a valid prefix, which the "
-            "next open repairs)"
-        )
-        raise CliError(what, REFUSED if dsn is not None else UNREADABLE) from None
+        # The cold open's repair could not append its closers.
+        fate = f"the {plural(exc.queued, 'event')} its cold open appends were not written"
+        raise CliError(
+            cannot_write(where, exc, fate), REFUSED if dsn is not None else UNREADABLE
+        ) from None
     except SessionCorrupt as exc:
         raise CliError(str(exc), BROKEN) from None
     except (UnsupportedFormat, NotALogFile, CreateFailed) as exc:  # their messages name it

@@ -60,7 +60,7 @@ from ..tools.subprocess_tool import BashTool
 from .dsn import is_dsn, redact
 from .errors import INTERRUPTED, REFUSED, UNREADABLE, CliError, plural
 from .inputs import store_where
-from .repair_write import REAPED_NOTES, session_errors
+from .repair_write import REAPED_NOTES, cannot_write, session_errors
 
 if TYPE_CHECKING:
     from ..store import PostgresStore
@@ -556,19 +556,13 @@ async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) ->
                     lost = lost or exc
             lost = lost or printer.write_failure
             if isinstance(lost, WriteFailed):  # a full disk: one line, not an internal error
-                cause = lost.__cause__
-                reason = cause.strerror if isinstance(cause, OSError) else None
                 where = (
                     str(store.path_of(args.session))
                     if isinstance(store, JsonlStore)
                     else store_where(args.session)
                 )
-                raise CliError(
-                    f"{where}: cannot write the session log ({reason or lost.errno}); this run "
-                    f"stopped and {plural(lost.queued, 'event')} not written are lost (the log "
-                    "is a valid prefix, which the next open repairs)",
-                    UNREADABLE,
-                )
+                fate = f"this run stopped and {plural(lost.queued, 'event')} not written are lost"
+                raise CliError(cannot_write(where, lost, fate), UNREADABLE)
             if lost is not None:  # what was not durable then never will be: not printed
                 raise CliError(f"{store_where(args.session)}: {lost}; this run stopped", REFUSED)
             printer.print_pending()  # every event is durable once the session is closed
