@@ -9,6 +9,7 @@ import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -187,18 +188,23 @@ def _crashed_log(path: Path) -> int:
     return len(vector["expect"]["closers"])
 
 
-def _without_growth(path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    """``trio-agent argv...`` with no file allowed to grow past ``path``'s size
-    (RLIMIT_FSIZE, as a full disk: an append fails with EFBIG)."""
-    size = path.stat().st_size
+def _files_at_most(size: int) -> Callable[[], None]:
+    """A ``preexec_fn``: no file of the child may grow past ``size`` bytes (RLIMIT_FSIZE, as
+    a full disk: a write past it fails with EFBIG)."""
 
-    def no_growth() -> None:
+    def limit() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with EFBIG instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
+    return limit
+
+
+def _without_growth(path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``trio-agent argv...`` with no file allowed to grow past ``path``'s size."""
     done = subprocess.run(
-        [*CLI, *argv], input="", capture_output=True, text=True, preexec_fn=no_growth,
-        cwd=path.parent, env=child_env(), timeout=120, check=False,
+        [*CLI, *argv], input="", capture_output=True, text=True,
+        preexec_fn=_files_at_most(path.stat().st_size), cwd=path.parent, env=child_env(),
+        timeout=120, check=False,
     )  # fmt: skip
     no_traceback(done)
     return done
@@ -240,15 +246,11 @@ def test_a_full_disk_under_repair_write_says_the_closers_were_not_written(
 def test_a_full_disk_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """The log cannot grow past 30 KB (RLIMIT_FSIZE, as a full disk: every write fails);
     the run ends with one line naming the log, exit 2 (spec/cli.md), not an internal error."""
-
-    def small_files() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write fails with EFBIG instead
-        resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
-
     done = subprocess.run(
         [*CLI, "run", "--root", str(tmp_path / "sessions")],
         input="head -c 60000 /dev/zero | base64\n", capture_output=True, text=True,
-        preexec_fn=small_files, cwd=tmp_path, env=child_env(), timeout=120, check=False,
+        preexec_fn=_files_at_most(30_000), cwd=tmp_path, env=child_env(), timeout=120,
+        check=False,
     )  # fmt: skip
     no_traceback(done)
     assert done.returncode == 2, done.stderr
