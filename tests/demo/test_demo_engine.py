@@ -19,6 +19,8 @@ from support.proc import in_group
 from trio_agent.demo.engine import PACE_VAR, DemoError, Driver, Run, open_run, pace_from_env
 from trio_agent.demo.scenarios import (
     AFTER_CRASH_REQUEST,
+    ESC_SCRIPT,
+    FIRST_REQUEST,
     QUEUED_REQUEST,
     SAME_TICK_REQUEST,
     SCENARIOS,
@@ -73,6 +75,27 @@ async def play(name: str, steps: int | None = None) -> Played:
     scan = scan_log(data, strict=True)  # every line valid, every rule kept
     assert scan.tail is None
     return Played(scan, snapshot, run_dir, data)
+
+
+async def test_a_wait_that_runs_out_names_the_last_event_read() -> None:
+    """A wait that gives up says how far the story got: the last event of the log, the same
+    one the test reads from the file itself; before there is any, that there is none."""
+    nothing = "gave up after 0s waiting for nothing (the log's last event: {})"
+    with trio.fail_after(HANG_GUARD):
+        async with open_run() as run:
+            with pytest.raises(DemoError) as before:
+                await run.wait_until(lambda: False, "nothing", timeout=0)
+            assert str(before.value) == nothing.format("no event yet")
+            await run.start_worker("create", ESC_SCRIPT)
+            # The turn's tool starts, then waits for an allowance that never comes: the log
+            # stays as it is.
+            await run.send({"cmd": "followup", "text": FIRST_REQUEST})
+            await run.wait_until(lambda: bool(run.find("tool/spawned")), "the tool")
+            run.poll_log()
+            last = scan_log(run.log_path.read_bytes(), strict=True).events[-1]
+            with pytest.raises(DemoError) as after:
+                await run.wait_until(lambda: False, "nothing", timeout=0)
+            assert str(after.value) == nothing.format(f"seq {last.seq} {last.type}")
 
 
 def assert_balanced(played: Played) -> None:

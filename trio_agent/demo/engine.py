@@ -54,12 +54,23 @@ from .snapshot import Findings, run_snapshot
 from .workdir import TEST_PACE, allow_tests, allowance, prepare_workdir, progress_lines
 from .worker_process import Group, WorkerProcess, stop_leftovers
 
-__all__ = ["PACE_VAR", "SESSION_ID", "DemoError", "Driver", "Run", "open_run", "pace_from_env"]
+__all__ = [
+    "PACE_VAR",
+    "SESSION_ID",
+    "WAIT",
+    "DemoError",
+    "Driver",
+    "Run",
+    "open_run",
+    "pace_from_env",
+]
 
 SESSION_ID: Final = "demo"
 
-#: Bounded waits (seconds): hang guards, never expectations about speed.
-WAIT: Final = 30.0
+#: Bounded waits (seconds): hang guards, never expectations about speed. A step's wait is
+#: for about 3 s of work on a quiet machine; 30 s once ran out under a full ``make test`` on
+#: two shared cores, so the guard is as long as the tests' own (two minutes).
+WAIT: Final = 120.0
 TEARDOWN_BOUND: Final = 15.0
 POLL: Final = 0.05
 #: The environment variable that sets the stand-in test suite's seconds per test.
@@ -147,7 +158,10 @@ class Run:
     async def wait_until(
         self, predicate: Callable[[], bool], what: str, timeout: float = WAIT
     ) -> None:
-        """Wait (bounded) until ``predicate()`` holds; the worker dying first is an error."""
+        """Wait (bounded) until ``predicate()`` holds; the worker dying first is an error.
+
+        Giving up names the last event read from the log, so the error says how far the
+        story got."""
         with trio.move_on_after(timeout) as scope:
             while not predicate():
                 if self.failure is not None:
@@ -155,7 +169,11 @@ class Run:
                 with trio.move_on_after(POLL * 4):
                     await self.wait_changed(self.version)
         if scope.cancelled_caught:
-            raise DemoError(f"gave up after {timeout:g}s waiting for {what}")
+            last = self.events[-1] if self.events else None
+            got = "no event yet" if last is None else f"seq {last.seq} {last.type}"
+            raise DemoError(
+                f"gave up after {timeout:g}s waiting for {what} (the log's last event: {got})"
+            )
 
     def fact(self, text: str, tone: str = "ok") -> None:
         """Record something a step measured, filed under the running step."""

@@ -39,8 +39,12 @@ import trio
 
 from ..stop_signals import stop_receiver
 from ..store import escape_id
-from .engine import DemoError, Driver, open_run, pace_from_env
+from .engine import WAIT, DemoError, Driver, open_run, pace_from_env
 from .scenarios import SCENARIOS
+
+#: A hang guard for one step's own actions: longer than each of its waits (``WAIT``), so
+#: a stuck wait names what it waited for first.
+STEP_GUARD: Final = 4 * WAIT
 
 #: The width when none is known (piped without ``COLUMNS``).
 DEFAULT_WIDTH: Final = 100
@@ -632,9 +636,9 @@ async def _play_one(
                 def printed_step(i: int = index) -> bool:
                     return i in printed
 
-                # A hang guard for the step's own actions (each bounded); the reader's time
-                # is spent below, in show(), with no bound.
-                await run.wait_until(printed_step, "the step to finish", 120)
+                # A hang guard for the step's own actions (each bounded, by less); the
+                # reader's time is spent below, in show(), with no bound.
+                await run.wait_until(printed_step, "the step to finish", STEP_GUARD)
                 if not await printer.show(printed[index], page=step):
                     nursery.cancel_scope.cancel()
                     return False
