@@ -54,6 +54,7 @@ def test_check_balanced_flag_makes_open_turn_an_error(crashed: str) -> None:
     [
         (b"", ":1: the file is empty"),
         (b'{"type":"other"}\n', ":1: not a trio_agent session log"),
+        (b"\xef\xbb\xbf" + HEADER, ":1: the header is not JSON (UTF-8 byte order mark (BOM)"),
         (
             b'{"type":"session","version":2,"id":"x","createdAt":0}\n',
             ":1: written by a newer log format",

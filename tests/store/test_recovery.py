@@ -216,6 +216,7 @@ async def _inspect(path: Path) -> list[Event]:
         (b'{"type":"session","version":0,"id":"s","createdAt":1}\n', "older"),
         (b'{"type":"other"}\n', "not a trio_agent session log"),
         (b"nope\n", "not JSON"),
+        (b"\xef\xbb\xbf" + HEADER, "not JSON .UTF-8 byte order mark"),
         (b"", "empty"),
         (b'{"type":"session","vers', "incomplete"),
     ],

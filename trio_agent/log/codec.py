@@ -75,8 +75,8 @@ def decode_header(line: bytes) -> Header:
         raise HeaderError(f"the header is not JSON this format reads ({_too_deep_words()})")
     try:
         obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        raise HeaderError("the header is not JSON") from None
+    except orjson.JSONDecodeError as exc:  # its reason names a byte order mark, for one
+        raise HeaderError(f"the header is not JSON ({exc.args[0]})") from None
     if type(obj) is not dict or obj.get("type") != "session":
         raise HeaderError('not a trio_agent session log (no {"type":"session"} header)')
     version = obj.get("version")
