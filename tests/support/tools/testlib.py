@@ -25,7 +25,7 @@ from trio_agent.tools.base import Stream
 from trio_agent.tools.run_group import GroupResult, ProcessOptions, Spawned
 
 #: Generous bound on any single wait in these tests; reaching it means a hang, not slowness.
-HANG_GUARD = 30.0
+HANG_GUARD = 120.0
 #: The variable carrying each test's tag (conftest.py): every process a test starts has it.
 TAG_VAR = "TRIO_AGENT_TOOLS_TEST_TAG"
 
