@@ -300,6 +300,16 @@ def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     assert line == f"conform: cannot run {tmp_path / 'no-such-port'}: No such file or directory"
 
 
+def test_an_empty_program_name_is_one_line_exit_2() -> None:
+    """``conform -- ''`` is refused by name, before anything runs: exec would only say
+    "Permission denied" (it tries the working directory)."""
+    line = one_line(conform(port=[""]), 2)
+    assert line == (
+        "conform: the program's name is empty: give the port's command after --, "
+        "e.g. conform -- ./my-port"
+    )
+
+
 #: Answers the missing-file probe as the contract says, then: hangs on ``fold``, floods
 #: ``repair``'s stdout, and is our CLI for the rest.
 HOSTILE_LATER = """

@@ -51,6 +51,16 @@ def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     assert line == f"harness: cannot run {missing}: No such file or directory"
 
 
+def test_an_empty_program_name_is_one_line_exit_2() -> None:
+    """``harness -- ''`` is refused by name, before anything runs: exec would only say
+    "Permission denied" (it tries the working directory)."""
+    line = one_line(harness(port=[""]), 2)
+    assert line == (
+        "harness: the program's name is empty: give the runtime's command after --, "
+        "e.g. harness -- ./my-port"
+    )
+
+
 #: Answers ``hello`` (speaking ``PROTOCOL``) and ``bye`` as the protocol says, and never
 #: anything else.
 HANGS_AFTER_HELLO = r"""

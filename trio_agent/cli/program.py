@@ -74,6 +74,11 @@ class ProgramCommand:
                 raise UsageError(
                     f"give {self.program} command after --, e.g. {self.name} -- ./my-port"
                 )
+            if command and not command[0]:  # exec would say "Permission denied" (the cwd)
+                raise UsageError(
+                    f"the program's name is empty: give {self.program} command after --, "
+                    f"e.g. {self.name} -- ./my-port"
+                )
             with terminated_as_interrupt():  # the port's processes are stopped, not left
                 return body(command, args, out)
         except UsageError as exc:
