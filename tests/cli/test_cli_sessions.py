@@ -61,6 +61,8 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
     bad += b'{"seq":1,"time":1,"type":"turn/start","data":{"turn":2}}\n'  # I2, then committed:
     bad += b'{"seq":2,"time":1,"type":"turn/end","data":{"turn":2,"reason":{"kind":"completed"}}}\n'
     corrupt = write(tmp_path, "broken", bad)
+    torn = b"".join(map(encode_event, events)) + b'{"seq":'  # a writer died mid-line
+    write(tmp_path, "torn", torn)
     crashed = holder(tmp_path, "crashed")
     crashed.kill()
     crashed.wait()
@@ -79,8 +81,12 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
     header, *rows = [line.split() for line in proc.stdout.splitlines()]
     assert header == ["ID", "TURNS", "EVENTS", "LAST", "ACTIVITY", "STATE"]
     by_id = {row[0]: row for row in rows}
-    assert sorted(by_id) == ["Live", "balanced", "broken", "crashed"]
+    assert sorted(by_id) == ["Live", "balanced", "broken", "crashed", "torn"]
     assert by_id["balanced"][1:3] == ["2", str(len(events))] and by_id["balanced"][-1] == "cold"
+    assert by_id["torn"][1:3] == ["2", str(len(events))]
+    assert " ".join(by_id["torn"][5:]) == (
+        f"cold, a tail to cut: 7 bytes from line {len(events) + 2} (run --session torn cuts it)"
+    )
     assert (
         " ".join(by_id["crashed"][5:]) == "crashed: turn 1 open (run --session crashed repairs it)"
     )

@@ -40,13 +40,16 @@ def _session_row(
         return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
     last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
+    run = "" if store is None else f"--store {shlex.quote(store)} "
+    session = shlex.quote(session_id)
     if live is not None:
         holder = live.holder() if live.lease is None else live.lease
         state = f"live ({holder})" + (f", turn {turn} running" if turn else "")
     elif turn is not None:
-        run = "" if store is None else f"--store {shlex.quote(store)} "
-        session = shlex.quote(session_id)
         state = f"crashed: turn {turn} open (run {run}--session {session} repairs it)"
+    elif scan.tail is not None:  # what the next cold open cuts (spec/recovery.md)
+        cut = f"{scan.tail.size} bytes from line {scan.tail.line}"
+        state = f"cold, a tail to cut: {cut} (run {run}--session {session} cuts it)"
     else:
         state = "cold"
     turns = str(scan.checker.last_turn)
