@@ -5,6 +5,7 @@ verdict is the exit code and the output."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -14,10 +15,14 @@ import pytest
 from support.cli import cli, no_traceback, one_line, stop_while_it_waits
 from support.hostile_programs import DEEPLY_NESTED, HOSTILE
 from support.polling import HANG_GUARD
+from support.proc import kill_tagged, tagged
+from support.procenv import child_env
 
 from trio_agent.testing.protocol import POINTS, PROTOCOL
 
 PY = sys.executable
+#: Carried by every process a test's harness starts (its own scan finds what outlives it).
+TAG_VAR = "TRIO_AGENT_HARNESS_TEST_TAG"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -100,9 +105,67 @@ def test_a_hang_stops_the_run_unshrunk(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert "FAIL: NoReply: no reply to 'start' within 3s" in out, out
-    assert "not shrunk (a request got no reply within --timeout 3s" in out
+    assert "not shrunk (no reply, or no exit after 'bye', within --timeout 3s" in out
     assert "!! no reply: no reply to 'start' within 3s" in out
     assert "--timeout 3 --" in out.split("reproduce:", 1)[1]
+
+
+#: Our adapter, started so that its process group holds a ``sleep`` it never stops.
+LEAVES_A_SLEEP = f"sleep 3600 & exec {PY} -m trio_agent.testing.adapter_server"
+#: Our adapter, then (after it exits at ``bye``) a leader that runs on, its output elsewhere.
+STAYS_AFTER_BYE = f"{PY} -m trio_agent.testing.adapter_server; exec sleep 3600 >/dev/null"
+
+
+def _harness_tagged(tag: str, *args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
+    """``harness`` with every process it starts carrying ``TAG_VAR=tag``, so the test's own
+    scan of /proc finds whatever of them outlives it."""
+    env = {**child_env(), TAG_VAR: tag}
+    return cli("harness", *args, "--", *port, cwd=ROOT, env=env, guard=10 * HANG_GUARD)
+
+
+@pytest.mark.slow
+def test_a_port_that_leaves_a_process_at_bye_fails_the_run(tmp_path: Path) -> None:
+    """An implementation that exits after ``bye`` but leaves a process in its group fails
+    the run, named, and the process is killed (spec/harness.md §Wire format)."""
+    tag = f"leaves-{tmp_path.name}"
+    port = ["bash", "-c", LEAVES_A_SLEEP]
+    try:
+        result = no_traceback(_harness_tagged(tag, "--examples", "1", "--steps", "1", port=port))
+        left = tagged(TAG_VAR, tag)
+    finally:
+        kill_tagged(TAG_VAR, tag)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(
+        r"FAIL: AdapterError: the implementation exited with 0 after 'bye' but left 1 process "
+        r"\(pid \d+ sleep\) running in its group; killed",
+        result.stdout,
+    ), result.stdout
+    assert left == {}
+
+
+@pytest.mark.slow
+def test_a_port_that_does_not_exit_after_bye_stops_the_run_unshrunk(tmp_path: Path) -> None:
+    """An implementation still running --timeout after ``bye`` stops the run unshrunk, as a
+    request without a reply does; its group is killed. The timeout always runs out here:
+    the leader never exits."""
+    tag = f"stays-{tmp_path.name}"
+    port = ["bash", "-c", STAYS_AFTER_BYE]
+    try:
+        result = no_traceback(
+            _harness_tagged(tag, "--examples", "1", "--steps", "1", "--timeout", "3", port=port)
+        )
+        left = tagged(TAG_VAR, tag)
+    finally:
+        kill_tagged(TAG_VAR, tag)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert re.search(
+        r"FAIL: NoReply: the implementation did not exit within 3s of 'bye' \(--timeout\); "
+        r"killed its group: 1 process \(pid \d+ sleep\)",
+        out,
+    ), out
+    assert "not shrunk (no reply, or no exit after 'bye', within --timeout 3s" in out
+    assert left == {}
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from ..log.codec import MAX_DEPTH, too_deep
-from ..procs.census import comm, group_members
+from ..procs.census import describe_processes, group_members
 from ..procs.group_kill import kill_group_until_gone
 from ..spec_files import SpecMissing, spec_root
 from .conform_options import COMMAND, CORES, MAX_OUTPUT, TIMEOUT
@@ -177,7 +177,7 @@ def run_bounded(
                         sel.unregister(exited)
                         members = group_members(proc.pid)  # the zombie leader is not one
                         if members:
-                            left = _processes(members)  # named before they are killed
+                            left = describe_processes(members)  # named before they are killed
                             kill_group_until_gone(proc.pid)
                         continue
                     chunk = os.read(key.fd, 65536)
@@ -224,16 +224,6 @@ def run_bounded(
     else:
         return Answer(tuple(argv), code, stdout, stderr)
     return Answer(tuple(argv), -1, stdout, (stderr + "\n" if stderr else "") + why)
-
-
-def _processes(pids: Sequence[int]) -> str:
-    """``1 process (pid 7 sleep)``, ``3 processes (pids 7 sleep, 8 sh, 9 sleep)``: at most
-    five named, each with its command name as /proc has it."""
-    named = ", ".join(f"{pid} {comm(pid)}" for pid in pids[:5])
-    more = ", ..." if len(pids) > 5 else ""
-    if len(pids) == 1:
-        return f"1 process (pid {named})"
-    return f"{len(pids)} processes (pids {named}{more})"
 
 
 class _Runner:

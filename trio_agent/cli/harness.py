@@ -126,8 +126,9 @@ def run_harness(
     print(f"\nFAIL: {type(failure).__name__}: {text}", file=out)
     if stopped:
         print(
-            f"\nnot shrunk (a request got no reply within --timeout {timeout:g}s; each shrink"
-            f" attempt would wait as long again): the run's {len(machine.last_trace)} rules:",
+            f"\nnot shrunk (no reply, or no exit after 'bye', within --timeout {timeout:g}s;"
+            f" each shrink attempt would wait as long again): the run's"
+            f" {len(machine.last_trace)} rules:",
             file=out,
         )
     elif text.startswith(SCENARIO_FAILED):

@@ -85,6 +85,16 @@ def comm(pid: int) -> str:
         return "?"
 
 
+def describe_processes(pids: list[int]) -> str:
+    """``1 process (pid 7 sleep)``, ``3 processes (pids 7 sleep, 8 sh, 9 sleep)``: at most
+    five named, each with its command name as /proc has it (:func:`comm`)."""
+    named = ", ".join(f"{pid} {comm(pid)}" for pid in pids[:5])
+    more = ", ..." if len(pids) > 5 else ""
+    if len(pids) == 1:
+        return f"1 process (pid {named})"
+    return f"{len(pids)} processes (pids {named}{more})"
+
+
 def process_identity(pid: int) -> str | None:
     """An identity for ``pid`` that survives pid reuse (spec/tools.md §3).
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 import orjson
 
 from ..log.codec import MAX_DEPTH, too_deep
+from ..procs.census import describe_processes, group_members
 from ..procs.group_kill import kill_group_until_gone, wait_exited
 from .protocol import MAX_LINE, AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
@@ -79,6 +80,10 @@ class PipeAdapter:
         self._lines: queue.SimpleQueue[bytes | _Overflow | None] = queue.SimpleQueue()
         self._stderr: bytearray = bytearray()
         self._stderr_done: threading.Event | None = None
+        #: What the last reaped process's group still held when its leader exited or was
+        #: given up on (:meth:`_reap`): whether the leader was among them, the processes
+        #: named, and the leader's exit code.
+        self._left: tuple[bool, str, int] | None = None
         self.spawned = 0
 
     # -- process -------------------------------------------------------------------------------
@@ -161,13 +166,17 @@ class PipeAdapter:
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-        # Give a graceful exit (after "bye", or stdin closed) the hang guard's time; then kill
-        # whatever is left, a wrapper's other children included, while the exited but unreaped
-        # leader still pins the group id, so no later process can have taken that number.
-        # Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
+        # Give a graceful exit (after "bye", or stdin closed) the hang guard's time; then name
+        # and kill whatever is left, a wrapper's other children included, while the exited but
+        # unreaped leader still pins the group id, so no later process can have taken that
+        # number. Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
         wait_exited(proc.pid, self._timeout)
+        members = group_members(proc.pid)  # an exited leader is a zombie: not a member
+        named = describe_processes(members)  # before they are killed
         kill_group_until_gone(proc.pid)
-        return proc.wait()
+        code = proc.wait()
+        self._left = (proc.pid in members, named, code) if members else None
+        return code
 
     # -- Adapter -------------------------------------------------------------------------------
 
@@ -323,17 +332,38 @@ class PipeAdapter:
         return Path(log_path).read_bytes()
 
     def close(self) -> None:
-        proc = self._proc
-        if proc is None:
+        """Say ``bye`` and wait, up to the timeout, for the implementation to exit (spec/harness.md
+        §Wire format). It may answer first or just end its output. Raises :class:`NoReply` when
+        it does not exit in time, and :class:`AdapterError` when it exits leaving processes in
+        its group; either way its whole group is killed first, so nothing of it runs on."""
+        if self._proc is None:
             return
+        self._left = None
         try:
-            self.request({"op": "bye"})
+            self.request({"op": "bye"})  # end of output before a reply: reaped in there
+        except NoReply:  # the group is killed (request)
+            raise NoReply(
+                f"the implementation neither answered 'bye' nor exited within "
+                f"{self._timeout:g}s (--timeout); killed its group"
+            ) from None
         except AdapterError:
-            pass
+            pass  # a broken answer to "bye" is not what this checks; the exit below is
         finally:
-            if self._proc is not None:
-                kill_group_until_gone(self._proc.pid)
+            if self._proc is not None:  # it answered (or this failed): wait for its exit
                 self._reap()
+        left, self._left = self._left, None
+        if left is None:
+            return
+        hung, named, code = left
+        if hung:
+            raise NoReply(
+                f"the implementation did not exit within {self._timeout:g}s of 'bye' "
+                f"(--timeout); killed its group: {named}"
+            )
+        raise AdapterError(
+            f"the implementation exited with {code} after 'bye' but left {named} running "
+            "in its group; killed (an implementation stops what it started before it exits)"
+        )
 
 
 def _is_crash_fire(entry: dict[str, Any]) -> bool:

@@ -151,5 +151,8 @@ class Adapter(Protocol):
         ...
 
     def close(self) -> None:
-        """Release everything (kill the process, stop the thread)."""
+        """Release everything (kill the process, stop the thread). Raises
+        :class:`AdapterError` when the implementation does not end cleanly: a process that
+        does not exit after ``bye``, or leaves processes in its group (:class:`NoReply` for
+        the first); nothing of it is left running either way."""
         ...
