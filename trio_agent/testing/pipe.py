@@ -172,7 +172,7 @@ class PipeAdapter:
         # number. Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
         wait_exited(proc.pid, self._timeout)
         members = group_members(proc.pid)  # an exited leader is a zombie: not a member
-        named = describe_processes(members)  # before they are killed
+        named = describe_processes(members) if members else ""  # before they are killed
         kill_group_until_gone(proc.pid)
         code = proc.wait()
         self._left = (proc.pid in members, named, code) if members else None
