@@ -6,6 +6,7 @@ verdict is the exit code and the output."""
 from __future__ import annotations
 
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -112,8 +113,12 @@ def test_a_hang_stops_the_run_unshrunk(tmp_path: Path) -> None:
 
 #: Our adapter, started so that its process group holds a ``sleep`` it never stops.
 LEAVES_A_SLEEP = f"sleep 3600 & exec {PY} -m trio_agent.testing.adapter_server"
-#: Our adapter, then (after it exits at ``bye``) a leader that runs on, its output elsewhere.
-STAYS_AFTER_BYE = f"{PY} -m trio_agent.testing.adapter_server; exec sleep 3600 >/dev/null"
+#: Our adapter, then (after it exits at ``bye``) a leader that runs on, its output elsewhere;
+#: except the first time (the preflight's ``hello``), which leaves MARKER behind instead.
+STAYS_AFTER_BYE = (
+    f"{PY} -m trio_agent.testing.adapter_server; "
+    "if [ -e MARKER ]; then exec sleep 3600 >/dev/null; fi; touch MARKER"
+)
 
 
 def _harness_tagged(tag: str, *args: str, port: list[str]) -> subprocess.CompletedProcess[str]:
@@ -146,13 +151,14 @@ def test_a_port_that_leaves_a_process_at_bye_fails_the_run(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_a_port_that_does_not_exit_after_bye_stops_the_run_unshrunk(tmp_path: Path) -> None:
     """An implementation still running --timeout after ``bye`` stops the run unshrunk, as a
-    request without a reply does; its group is killed. The timeout always runs out here:
-    the leader never exits."""
+    request without a reply does; its group is killed. The timeout always runs out there:
+    the leader never exits. It also bounds every request before, the adapter's start
+    included, so it is long enough for a loaded machine."""
     tag = f"stays-{tmp_path.name}"
-    port = ["bash", "-c", STAYS_AFTER_BYE]
+    port = ["bash", "-c", STAYS_AFTER_BYE.replace("MARKER", shlex.quote(str(tmp_path / "once")))]
     try:
         result = no_traceback(
-            _harness_tagged(tag, "--examples", "1", "--steps", "1", "--timeout", "3", port=port)
+            _harness_tagged(tag, "--examples", "1", "--steps", "1", "--timeout", "20", port=port)
         )
         left = tagged(TAG_VAR, tag)
     finally:
@@ -160,11 +166,11 @@ def test_a_port_that_does_not_exit_after_bye_stops_the_run_unshrunk(tmp_path: Pa
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert re.search(
-        r"FAIL: NoReply: the implementation did not exit within 3s of 'bye' \(--timeout\); "
+        r"FAIL: NoReply: the implementation did not exit within 20s of 'bye' \(--timeout\); "
         r"killed its group: 1 process \(pid \d+ sleep\)",
         out,
     ), out
-    assert "not shrunk (no reply, or no exit after 'bye', within --timeout 3s" in out
+    assert "not shrunk (no reply, or no exit after 'bye', within --timeout 20s" in out
     assert left == {}
 
 
