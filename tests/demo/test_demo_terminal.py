@@ -271,6 +271,22 @@ def test_demo_rejects_a_width_too_narrow() -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_demo_rejects_a_width_too_wide() -> None:
+    done = run_demo("esc", "--width", "1001")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "1001 columns is too wide (at most 1000)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_demo_piped_with_an_absurd_columns_draws_at_most_the_widest_layout() -> None:
+    """``COLUMNS=100000`` lays the demo out for 1000 columns: its rules span that, no more."""
+    done = run_demo("esc", env=_env(COLUMNS="100000"))
+    assert done.returncode == 0, done.stderr
+    assert_fits(done.stdout, 1000)
+    assert max(display_width(line) for line in done.stdout.splitlines()) == 1000
+    assert side_by_side(done.stdout)
+
+
 def _kept_paths(out: str) -> list[Path]:
     tail = out[out.index("Sessions kept in the store root") :]
     return [Path(line.strip()) for line in tail.splitlines() if line.endswith("session.jsonl")]

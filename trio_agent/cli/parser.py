@@ -104,8 +104,8 @@ def _model_url(text: str) -> str:
 
 
 def _demo_width(text: str) -> int:
-    """``demo --width``: a whole number of columns, at least the narrowest layout."""
-    from ..demo.terminal import MIN_WIDTH
+    """``demo --width``: a whole number of columns, from the narrowest layout to the widest."""
+    from ..demo.terminal import MAX_WIDTH, MIN_WIDTH
 
     try:
         width = int(text)
@@ -113,6 +113,8 @@ def _demo_width(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of columns") from None
     if width < MIN_WIDTH:
         raise argparse.ArgumentTypeError(f"{width} columns is too narrow (at least {MIN_WIDTH})")
+    if width > MAX_WIDTH:
+        raise argparse.ArgumentTypeError(f"{width} columns is too wide (at most {MAX_WIDTH})")
     return width
 
 
@@ -255,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--width",
         type=_demo_width,
         metavar="N",
-        help="lay the output out for N columns (default: the terminal's width; piped, "
-        "$COLUMNS or 100); the panes sit side by side from 100 columns, stacked below",
+        help="lay the output out for N columns, 40 to 1000 (default: the terminal's width; "
+        "piped, $COLUMNS or 100); the panes sit side by side from 100 columns, stacked below",
     )
     p.add_argument(
         "--keep",

@@ -52,6 +52,10 @@ DEFAULT_WIDTH: Final = 100
 SIDE_BY_SIDE: Final = 100
 #: The narrowest layout; a narrower terminal gets this width (``--width`` refuses less).
 MIN_WIDTH: Final = 40
+#: The widest layout; a wider terminal or ``COLUMNS`` gets this width (``--width`` refuses
+#: more). Rules are drawn across the whole width, so ``COLUMNS=100000`` would otherwise
+#: print 100,000 columns a rule.
+MAX_WIDTH: Final = 1000
 
 _RESET: Final = "\x1b[0m"
 #: The palette, one meaning per colour; the same meanings as the web page and ``trio-agent
@@ -152,7 +156,8 @@ class Layout:
 
 
 def terminal_width(out: TextIO, requested: int | None) -> int:
-    """``--width`` if given; the terminal's width on a tty; else ``COLUMNS``, else 100."""
+    """``--width`` if given; the terminal's width on a tty; else ``COLUMNS``, else 100; kept
+    within :data:`MIN_WIDTH` and :data:`MAX_WIDTH`."""
     if requested is not None:
         return requested
     if out.isatty():
@@ -164,7 +169,7 @@ def terminal_width(out: TextIO, requested: int | None) -> int:
             width = DEFAULT_WIDTH
         if width <= 0:
             width = DEFAULT_WIDTH
-    return max(MIN_WIDTH, width)
+    return min(MAX_WIDTH, max(MIN_WIDTH, width))
 
 
 def terminal_height(out: TextIO) -> int | None:
