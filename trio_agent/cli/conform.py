@@ -40,8 +40,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from ..log.codec import MAX_DEPTH, too_deep
-from ..procs.census import describe_processes, group_members
-from ..procs.group_kill import kill_group_until_gone
+from ..procs.group_kill import kill_group_until_gone, kill_leftovers
 from ..spec_files import SpecMissing, spec_root
 from .conform_options import COMMAND, CORES, MAX_OUTPUT, TIMEOUT
 from .program import UsageError
@@ -175,10 +174,7 @@ def run_bounded(
                         break
                     if key.fd == exited:
                         sel.unregister(exited)
-                        members = group_members(proc.pid)  # the zombie leader is not one
-                        if members:
-                            left = describe_processes(members)  # named before they are killed
-                            kill_group_until_gone(proc.pid)
+                        _, left = kill_leftovers(proc.pid)  # the zombie leader is not one
                         continue
                     chunk = os.read(key.fd, 65536)
                     if not chunk:

@@ -20,9 +20,9 @@ import os
 import select
 import signal
 
-from .census import group_members
+from .census import describe_processes, group_members
 
-__all__ = ["kill_group_until_gone", "wait_exited"]
+__all__ = ["kill_group_until_gone", "kill_leftovers", "wait_exited"]
 
 
 def kill_group_until_gone(pgid: int) -> list[int]:
@@ -43,6 +43,19 @@ def kill_group_until_gone(pgid: int) -> list[int]:
             os.killpg(pgid, signal.SIGKILL)
         for pid in members:
             wait_exited(pid)
+
+
+def kill_leftovers(pgid: int) -> tuple[list[int], str]:
+    """Name, then kill until gone, what group ``pgid`` still holds once its leader exited or
+    was given up on: the live members' pids and their description
+    (:func:`~trio_agent.procs.census.describe_processes`), or ``([], "")`` for an empty
+    group. Named first, since a killed process's name leaves /proc with it."""
+    members = group_members(pgid)  # an exited leader is a zombie: not a member
+    if not members:
+        return [], ""
+    named = describe_processes(members)
+    kill_group_until_gone(pgid)
+    return members, named
 
 
 def wait_exited(pid: int, timeout: float | None = None) -> None:

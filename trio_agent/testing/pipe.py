@@ -32,8 +32,7 @@ from typing import Any, Final
 import orjson
 
 from ..log.codec import MAX_DEPTH, too_deep
-from ..procs.census import describe_processes, group_members
-from ..procs.group_kill import kill_group_until_gone, wait_exited
+from ..procs.group_kill import kill_group_until_gone, kill_leftovers, wait_exited
 from .protocol import MAX_LINE, AdapterError, NoReply, Reply
 from .wire import check_journal, check_reply
 
@@ -171,9 +170,7 @@ class PipeAdapter:
         # unreaped leader still pins the group id, so no later process can have taken that
         # number. Only then reap. Its stdout and stderr are the pumps' to close (see _spawn).
         wait_exited(proc.pid, self._timeout)
-        members = group_members(proc.pid)  # an exited leader is a zombie: not a member
-        named = describe_processes(members) if members else ""  # before they are killed
-        kill_group_until_gone(proc.pid)
+        members, named = kill_leftovers(proc.pid)
         code = proc.wait()
         self._left = (proc.pid in members, named, code) if members else None
         return code
