@@ -21,7 +21,8 @@ from trio_agent.log import (
     repair_closers,
     truncate_open_turn,
 )
-from trio_agent.log.schema import DATA_PREDICATES, SchemaError, validate_data
+from trio_agent.log.data_predicates import DATA_PREDICATES
+from trio_agent.log.schema import SchemaError, validate_data
 from trio_agent.log.splice import SpliceKind, splice_kind
 from trio_agent.testing.loggen import generate_log
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 import trio
 
 from ..log.codec import encode_event
-from ..log.events import Event
+from ..log.envelope import Event
 from ..procs import reap_orphans
 from ..store import (
     CreateFailed,

@@ -32,7 +32,7 @@ import trio
 
 from ..failures import exception_text
 from ..files import file_kind, not_a_log
-from ..log.events import Event
+from ..log.envelope import Event
 from ..log.render import describe
 from ..log.repair import REAPED_TEXTS
 from ..models.base import ModelRequest, StepContext

@@ -4,6 +4,8 @@ No trio and no I/O here (spec/README.md): bytes and events in, verdicts and clos
 CLI runs this code on files; a live session runs the same :class:`LogChecker` on every append.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .checker import LogChecker, check_events
 from .codec import (
     SplitLog,
@@ -16,14 +18,8 @@ from .codec import (
     split_log,
 )
 from .consumed import FOLD_TYPES, ConsumedFold, ConsumedWork, fold_consumed_work
+from .envelope import FORMAT_VERSION, STEP_SCOPED, Event, Header
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
-from .events import (
-    DATA_CLASSES,
-    FORMAT_VERSION,
-    STEP_SCOPED,
-    Event,
-    Header,
-)
 from .inbox import InboxProjection, SpliceError
 from .repair import (
     NOT_STARTED_TEXT,
@@ -41,6 +37,9 @@ from .rules import RULES
 from .scan import LineScan, Scan, TornTail, lines_of, scan_lines, scan_log
 from .splice import Splice, SpliceKind, classify_splice, splice_kind
 from .truncate import TruncateFold, TruncateReport, truncate_open_turn
+
+if TYPE_CHECKING:
+    from .events import DATA_CLASSES
 
 __all__ = [
     "DATA_CLASSES",
@@ -93,3 +92,13 @@ __all__ = [
     "split_log",
     "truncate_open_turn",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``DATA_CLASSES`` (from :mod:`.events`) on first use: the data classes cost more
+    start-up than checking a short log, and reading a log does not need them."""
+    if name == "DATA_CLASSES":
+        from .events import DATA_CLASSES
+
+        return DATA_CLASSES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,8 +21,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from .envelope import STEP_SCOPED, Event
 from .errors import LogViolation
-from .events import STEP_SCOPED, Event
 from .inbox import InboxProjection, SpliceError
 from .rules import DISPATCHED_CODES, NOT_DISPATCHED_CODES, REPAIR_ONLY_CODES
 from .splice import SpliceKind, splice_kind

@@ -31,7 +31,7 @@ import msgspec
 from .checker import _ANSWERED, _INTERRUPTED, _STREAMING, LogChecker
 from .checker_fast import FAST_TYPES
 from .codec import MAX_DEPTH, too_deep
-from .schema import MAX_INTEGER
+from .envelope import MAX_INTEGER
 
 __all__ = [
     "CHUNK_ENVELOPE",

@@ -36,7 +36,8 @@ import orjson
 
 from .checker import LogChecker
 from .codec import MAX_DEPTH, too_deep
-from .schema import DATA_VALIDATORS, MAX_INTEGER, SchemaError
+from .data_predicates import DATA_PREDICATES, why_invalid
+from .envelope import MAX_INTEGER
 
 #: The ``format`` value of this version of the checkpoint encoding.
 FORMAT: Final = "trio-agent-checkpoint/1"
@@ -249,12 +250,13 @@ def _check_values(cp: Checkpoint) -> None:
         if not least <= value <= MAX_INTEGER:
             raise CheckpointRefused(UNSUPPORTED, f"{name} {value} is out of range")
     ids: set[str] = set()
-    validate = DATA_VALIDATORS["agent/inbox/spliced"]
+    spliced_ok = DATA_PREDICATES["agent/inbox/spliced"]
     for target, queue in cp.inbox.items():
-        try:  # each queued message as a splice would insert it (spec/log.md)
-            validate({"target": target, "start": 0, "inserted": list(queue)}, "inbox")
-        except SchemaError as exc:
-            raise CheckpointRefused(UNSUPPORTED, f"inbox {target}: {exc}") from None
+        # each queued message as a splice would insert it (spec/log.md)
+        splice = {"target": target, "start": 0, "inserted": list(queue)}
+        if not spliced_ok(splice):
+            why = why_invalid("agent/inbox/spliced", splice, "inbox")
+            raise CheckpointRefused(UNSUPPORTED, f"inbox {target}: {why}")
         for message in queue:
             if message["id"] in ids:
                 raise CheckpointRefused(UNSUPPORTED, f"message id {message['id']!r} twice")

@@ -12,9 +12,9 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from .data_predicates import DATA_PREDICATES, why_invalid
+from .envelope import FORMAT_VERSION, MAX_INTEGER, Event, Header
 from .errors import HeaderError, LogViolation, UnreadableLineError
-from .events import FORMAT_VERSION, Event, Header
-from .schema import DATA_PREDICATES, MAX_INTEGER, SchemaError, validate_data
 
 _ENVELOPE: Final = ("seq", "time", "type", "data")
 
@@ -185,11 +185,7 @@ def _envelope_violation(obj: Any, line_no: int | None) -> LogViolation:
         return bad("time: expected an integer >= 0 and at most 2^53 - 1 (ms)")
     if type(obj["type"]) is not str:
         return bad("type: expected a string")
-    try:
-        validate_data(obj["type"], obj["data"])
-    except SchemaError as exc:
-        return bad(str(exc))
-    raise AssertionError("unreachable: envelope was valid")  # pragma: no cover
+    return bad(why_invalid(obj["type"], obj["data"]))
 
 
 @attrs.frozen

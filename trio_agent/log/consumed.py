@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import attrs
 
-from .events import Event
+from .envelope import Event
 from .splice import SpliceKind, splice_kind
 
 

@@ -40,3 +40,13 @@ class LogViolation(LogError):
         where = f"line {self.line}: " if self.line is not None else ""
         seq = "?" if self.seq is None else str(self.seq)
         return f"{where}seq {seq}: {self.rule}: {self.message}"
+
+
+class SchemaError(ValueError):
+    """An event's ``data`` does not have its type's shape (rule I0); ``path`` names the
+    offending field, e.g. ``data.reason.kind``."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message

@@ -1,25 +1,31 @@
-"""Log format v1: the header, the event envelope and the data of every event type.
+"""Log format v1: the data of every event type, described once (spec/log.md).
 
-The attrs classes below are the single description of each event's ``data`` (spec/log.md).
-They serve two purposes:
+The attrs classes below are the single description of each event's ``data``. They serve two
+purposes:
 
 * the JSON Schema in ``spec/schema/`` is checked against them by the tests;
-* :mod:`trio_agent.log.schema` compiles them into the fast validators used on every decoded
-  line (rule ``I0``), so no code path instantiates these classes.
+* :mod:`trio_agent.log.schema` compiles them into the validators that explain what is wrong
+  with a ``data`` object, and into the source of :mod:`trio_agent.log.data_predicates`, the
+  fast yes/no checks run on every decoded line (rule ``I0``). No code path instantiates
+  these classes, and reading a log does not even load them.
 
-An event is an :class:`Event` whose ``data`` is the decoded JSON object, kept as written
-(lossless round trip). Python attribute names are snake_case, wire names camelCase
-(:func:`wire_name`).
+The header and the envelope (:class:`Event`, :class:`Header`) are in
+:mod:`trio_agent.log.envelope`, imported here too. Python attribute names are snake_case,
+wire names camelCase (:func:`wire_name`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-FORMAT_VERSION: Final = 1
+from .envelope import (
+    FORMAT_VERSION as FORMAT_VERSION,
+    STEP_SCOPED as STEP_SCOPED,
+    Event as Event,
+    Header as Header,
+)
 
 TurnEndKind = Literal["completed", "max-tokens", "blocked", "aborted", "error", "interrupted"]
 InboxTarget = Literal["next-turn", "next-step"]
@@ -39,28 +45,6 @@ ResultCode = Literal[
 _POS = {"min": 1}  # turn, step, pgid: numbered from 1
 _NAT = {"min": 0}  # seq, start, times
 _ID = {"nonempty": True}
-
-
-@attrs.frozen(slots=True)
-class Event:
-    """One log line after the header: ``{"seq", "time", "type", "data"}`` (spec/log.md §Envelope).
-
-    ``data`` is the decoded JSON object as written; treat it as read-only.
-    """
-
-    seq: int
-    time: int
-    type: str
-    data: Mapping[str, Any]
-
-
-@attrs.frozen(slots=True)
-class Header:
-    """The first line: ``{"type":"session","version":1,"id":...,"createdAt":<ms>}``."""
-
-    id: str
-    created_at: int
-    version: int = FORMAT_VERSION
 
 
 # -- shared shapes ---------------------------------------------------------------------------
@@ -341,21 +325,6 @@ DATA_CLASSES: Final[dict[str, type[Any]]] = {
         ToolResult,
     )
 }
-
-#: Events that belong to a step: they carry ``turn`` and ``step`` and need both open (rule I8).
-STEP_SCOPED: Final = frozenset(
-    {
-        "user/message",
-        "assistant/chunk",
-        "assistant/message",
-        "approval/asked",
-        "approval/decided",
-        "tool/call",
-        "tool/spawned",
-        "tool/output",
-        "tool/result",
-    }
-)
 
 
 def wire_name(name: str) -> str:

@@ -23,7 +23,7 @@ from typing import overload
 import orjson
 
 from .codec import encode_event
-from .events import Event
+from .envelope import Event
 
 
 def event_of_line(line: bytes) -> Event:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .events import Event, Header
+from .envelope import Event, Header
 from .rules import REPAIR_ONLY_CODES
 from .scan import TornTail
 from .splice import SpliceKind, splice_kind

@@ -29,7 +29,7 @@ from typing import Any, Final
 import orjson
 
 from . import checker_typed
-from .events import Event, Header
+from .envelope import Event, Header
 from .render import (
     _BOLD,
     _CYAN,

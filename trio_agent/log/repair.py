@@ -19,7 +19,7 @@ import attrs
 
 from . import build
 from .checker import LogChecker
-from .events import Event
+from .envelope import Event
 
 
 @attrs.frozen

@@ -29,8 +29,8 @@ from .checker_typed import (
     typed_kinds,
 )
 from .codec import decode_event, decode_header, event_from_json, too_deep
+from .envelope import Event, Header
 from .errors import HeaderError, LogError, LogViolation, UnreadableLineError
-from .events import Event, Header
 
 _TORN_REASON: Final = "final line has no newline (torn write)"
 _NEWLINE: Final = 10

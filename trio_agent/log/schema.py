@@ -1,8 +1,15 @@
-"""Fast validation of decoded event data, compiled from the attrs classes in :mod:`.events`.
+"""Validation of decoded event data, compiled from the attrs classes in :mod:`.events`.
 
-This is rule ``I0`` of spec/invariants.md for the ``data`` object. The validators are built
-once, at import, by walking the attrs fields, so the class definitions stay the only source
-of truth while the hot path checks plain dicts without building objects.
+This is rule ``I0`` of spec/invariants.md for the ``data`` object, in two forms made from the
+same walk of the attrs fields, so the class definitions stay the only source of truth:
+
+* the validators (:data:`DATA_VALIDATORS`, :func:`validate_data`), built at import, which say
+  what is wrong and where;
+* the source of :mod:`.data_predicates` (:func:`predicates_source`): one straight-line
+  yes/no predicate per event type, which the hot path runs on every line.
+
+Reading a log imports only the predicates; this module (and with it the classes) is
+imported when a line is bad, to say why (``data_predicates.why_invalid``).
 
 Unknown keys inside ``data`` are ignored (reserved for optional extensions, spec/log.md);
 a key that is present must have the declared type (``null`` is never a valid value).
@@ -10,6 +17,7 @@ a key that is present must have the declared type (``null`` is never a valid val
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Callable
@@ -18,21 +26,10 @@ from typing import Any, Final, Literal
 import attrs
 
 from . import events
+from .envelope import MAX_INTEGER
+from .errors import SchemaError as SchemaError
 
 Validator = Callable[[Any, str], None]
-
-#: The largest integer a defined integer field may hold (spec/log.md §Values): 2^53 - 1, the
-#: largest every JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``).
-MAX_INTEGER: Final = 2**53 - 1
-
-
-class SchemaError(ValueError):
-    """``path`` names the offending field, e.g. ``data.reason.kind``."""
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 def _describe(value: Any) -> str:
@@ -197,23 +194,31 @@ def _check_cross_field(cls: type[Any], value: dict[str, Any], path: str) -> None
 # -- fast predicates -----------------------------------------------------------------------
 #
 # The validators above explain what is wrong; they are too slow to run on every line of a
-# 200 MB log. For the hot path each class is also compiled, with exec as attrs does for its
-# __init__, into one straight-line predicate that only answers yes or no. A "no" is then
-# explained by the validator, so both always agree on what is valid (a test checks that).
+# 200 MB log. For the hot path each class is also compiled into one straight-line predicate
+# that only answers yes or no, written out as Python source: the module
+# trio_agent/log/data_predicates.py (scripts/make-data-predicates.py writes it, and a test
+# fails when it is not what this compiler makes of the classes now). Reading a log imports
+# that module and never these classes, whose definition costs more start-up than the whole
+# check of a short log. A "no" is then explained by the validator, so both always agree on
+# what is valid (a test checks that).
 
-_MISSING: Final = object()
+
+def _literal_source(value: Any) -> str:
+    """A literal of a ``Literal`` choice as the formatter writes it: a JSON-like string in
+    double quotes, or ``True``/``False``."""
+    return repr(value) if isinstance(value, bool) else json.dumps(value)
 
 
 class _PredicateCompiler:
     def __init__(self) -> None:
-        self.namespace: dict[str, Any] = {"_MISSING": _MISSING}
+        self.parts: list[str] = []  # the bound constants and functions, in order
         self.cache: dict[Any, str] = {}
         self.counter = 0
 
-    def _bind(self, value: Any, prefix: str) -> str:
+    def _bind(self, source: str, prefix: str) -> str:
         self.counter += 1
         name = f"_{prefix}{self.counter}"
-        self.namespace[name] = value
+        self.parts.append(f"{name}: Final = {source}\n")
         return name
 
     def expr(self, tp: Any, meta: typing.Mapping[str, Any], v: str) -> str:
@@ -231,7 +236,8 @@ class _PredicateCompiler:
         origin = typing.get_origin(tp)
         args = typing.get_args(tp)
         if origin is Literal:
-            choices = self._bind(frozenset(args), "choices")
+            listed = ", ".join(_literal_source(a) for a in args)
+            choices = self._bind(f"frozenset(({listed},))", "choices")
             return f"(type({v}) in (str, bool) and {v} in {choices})"
         if origin is dict:
             return f"type({v}) is dict"
@@ -246,7 +252,7 @@ class _PredicateCompiler:
         return f"{self.function(tp)}({v})"
 
     def function(self, tp: Any) -> str:
-        """The name of a bound predicate function for ``tp`` (compiled once)."""
+        """The name of the predicate function for ``tp`` (written once)."""
         if tp in self.cache:
             return self.cache[tp]
         name = f"_ok{self.counter + 1}"
@@ -257,21 +263,26 @@ class _PredicateCompiler:
         elif typing.get_origin(tp) in (typing.Union, types.UnionType):
             source = self._union_source(tp, name)
         else:
-            source = f"def {name}(v):\n    return {self.expr(tp, {}, 'v')}\n"
-        exec(source, self.namespace)  # the source is generated from our own class definitions
+            source = f"def {name}(v: Any) -> bool:\n    return {self.expr(tp, {}, 'v')}\n"
+        self.parts.append(source)
         return name
 
     def _class_source(self, cls: type[Any], name: str) -> str:
         attrs.resolve_types(cls, globalns=vars(events))
-        lines = [f"def {name}(d):", "    if type(d) is not dict:", "        return False"]
+        lines = [
+            f"# events.{cls.__name__}",
+            f"def {name}(d: Any) -> bool:",
+            "    if type(d) is not dict:",
+            "        return False",
+        ]
         for a in attrs.fields(cls):
-            key = events.wire_name(a.name)
+            key = json.dumps(events.wire_name(a.name))
             test = self.expr(a.type, a.metadata, "v")
             if a.default is None:  # optional: absent is fine
-                lines.append(f"    v = d.get({key!r}, _MISSING)")
+                lines.append(f"    v = d.get({key}, _MISSING)")
                 lines.append(f"    if v is not _MISSING and not {test}:")
             else:  # required: a subscript is cheaper than .get on the common, present path
-                lines += ["    try:", f"        v = d[{key!r}]", "    except KeyError:"]
+                lines += ["    try:", f"        v = d[{key}]", "    except KeyError:"]
                 lines += ["        return False", f"    if not {test}:"]
             lines.append("        return False")
         if cls is events.TurnEndReason:
@@ -290,18 +301,58 @@ class _PredicateCompiler:
                 tagged[typing.get_args(tag_type)[0]] = self.function(cls)
             else:
                 fallback = self.function(cls)
-        lines = [f"def {name}(d):", "    if type(d) is not dict:", "        return False"]
-        lines.append("    tag = d.get('type')")
+        lines = [
+            f"def {name}(d: Any) -> bool:",
+            "    if type(d) is not dict:",
+            "        return False",
+        ]
+        lines.append('    tag = d.get("type")')
         for tag, check in tagged.items():
-            lines += [f"    if tag == {tag!r}:", f"        return {check}(d)"]
+            lines += [f"    if tag == {json.dumps(tag)}:", f"        return {check}(d)"]
         lines.append(f"    return {fallback}(d)" if fallback else "    return False")
         return "\n".join(lines) + "\n"
 
 
-def _compile_predicates() -> dict[str, Callable[[Any], bool]]:
+_PREDICATES_HEADER = '''\
+"""The fast yes/no check of each event type's ``data`` (spec/invariants.md, rule I0).
+
+Generated by scripts/make-data-predicates.py from the attrs classes of
+trio_agent/log/events.py, through the compiler in trio_agent/log/schema.py; do not edit.
+tests/log/test_schema_source.py fails when this file is not what the compiler makes of the
+classes now, and tests/log/test_properties.py holds each predicate to the validator that
+explains a "no" (why_invalid, below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+_MISSING: Final = object()
+
+
+def why_invalid(type_: str, data: Any, path: str = "data") -> str:
+    """What is wrong with ``data``, found not valid for event type ``type_``: the words of
+    the validator in trio_agent.log.schema, imported on the first call (it compiles the data
+    classes), so that only a bad event pays for it."""
+    from .schema import explain_invalid
+
+    return explain_invalid(type_, data, path)
+'''
+
+
+def predicates_source() -> str:
+    """The source of :mod:`trio_agent.log.data_predicates`: one predicate per event type,
+    compiled from the classes of :mod:`.events`."""
     compiler = _PredicateCompiler()
     names = {t: compiler.function(cls) for t, cls in events.DATA_CLASSES.items()}
-    return {t: compiler.namespace[n] for t, n in names.items()}
+    table = "".join(f"    {json.dumps(t)}: {n},\n" for t, n in names.items())
+    return (
+        _PREDICATES_HEADER
+        + "".join("\n\n" + part for part in compiler.parts)
+        + "\n\n#: type -> fast yes/no predicate of ``data`` for that type.\n"
+        + f"DATA_PREDICATES: Final[dict[str, Callable[[Any], bool]]] = {{\n{table}}}\n"
+    )
 
 
 #: type -> validator of ``data`` for that type (explains what is wrong).
@@ -309,13 +360,20 @@ DATA_VALIDATORS: Final[dict[str, Validator]] = {
     name: compile_class(cls) for name, cls in events.DATA_CLASSES.items()
 }
 
-#: type -> fast yes/no predicate of ``data`` for that type (agrees with DATA_VALIDATORS).
-DATA_PREDICATES: Final[dict[str, Callable[[Any], bool]]] = _compile_predicates()
 
-
-def validate_data(type_: str, data: Any) -> None:
+def validate_data(type_: str, data: Any, path: str = "data") -> None:
     """Raise :class:`SchemaError` unless ``data`` is valid for event type ``type_``."""
     validator = DATA_VALIDATORS.get(type_)
     if validator is None:
         raise SchemaError("type", f"unknown event type {_show(type_)}")
-    validator(data, "data")
+    validator(data, path)
+
+
+def explain_invalid(type_: str, data: Any, path: str = "data") -> str:
+    """What is wrong with ``data``, which its predicate found not valid for ``type_``
+    (:func:`trio_agent.log.data_predicates.why_invalid` calls this)."""
+    try:
+        validate_data(type_, data, path)
+    except SchemaError as exc:
+        return str(exc)
+    raise AssertionError(f"the predicate and the validator of {type_!r} disagree")

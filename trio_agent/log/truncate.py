@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import attrs
 
 from .codec import decode_event
-from .events import Event
+from .envelope import Event
 from .splice import SpliceKind, splice_kind
 
 

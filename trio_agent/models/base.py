@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import attrs
 
 from ..cancel import ControllerView
-from ..log.events import Event
+from ..log.envelope import Event
 
 __all__ = [
     "Model",

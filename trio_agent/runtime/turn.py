@@ -34,7 +34,7 @@ from .hooks import Approver, Hooks, Reject
 from .scheduler import ToolStep
 
 if TYPE_CHECKING:
-    from ..log.events import Event
+    from ..log.envelope import Event
     from ..store import Session
 
 __all__ = ["CLEANUP_BOUND", "TurnRunner", "error_info"]

@@ -23,8 +23,8 @@ import trio
 
 from ..files import LOG_NAME, PID_NAME, file_kind, not_a_log, not_a_session_directory, read_pid
 from ..log.codec import decode_header, encode_header
+from ..log.envelope import Event, Header
 from ..log.errors import HeaderError
-from ..log.events import Event, Header
 from .checkpoints import file_identity, remove_stale_temps
 from .errors import (
     CreateFailed,

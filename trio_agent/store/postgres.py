@@ -37,8 +37,8 @@ import trio
 
 from ..log import checkpoint as ck
 from ..log.codec import decode_header, encode_event, encode_header
+from ..log.envelope import Event, Header
 from ..log.errors import HeaderError
-from ..log.events import Event, Header
 from ..log.scan import Resume, lines_of
 from .errors import (
     LeaseHeld,

@@ -26,8 +26,8 @@ import trio
 from ..log import checkpoint as ck
 from ..log.checker import LogChecker
 from ..log.codec import encode_event, event_to_json
+from ..log.envelope import Event, Header
 from ..log.errors import HeaderError, LogViolation, UnreadableLineError
-from ..log.events import Event, Header
 from ..log.lines import EventLines
 from ..log.repair import Orphan, Reaping, repair_closers
 from ..log.scan import Resume, lines_of, scan_lines

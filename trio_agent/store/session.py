@@ -24,11 +24,11 @@ import trio
 from ..log.checker import LogChecker
 from ..log.codec import EVENT_LINE, MAX_DEPTH, TYPE_JSON, too_deep
 from ..log.consumed import ConsumedWork, fold_consumed_work
+from ..log.data_predicates import DATA_PREDICATES, why_invalid
+from ..log.envelope import Event
 from ..log.errors import LogViolation
-from ..log.events import Event
 from ..log.inbox import InboxProjection
 from ..log.lines import EventLines, as_event_lines
-from ..log.schema import DATA_VALIDATORS, SchemaError
 from .errors import ReentrantAppend, SessionClosed, SessionFenced
 
 __all__ = ["Clock", "Observer", "Session", "Sink", "wall_clock_ms"]
@@ -242,8 +242,8 @@ class Session:
         if self._notifying != _NOT_NOTIFYING:
             raise ReentrantAppend(self._id, type, self._notifying)
         seq = self._checker.next_seq
-        validator = DATA_VALIDATORS.get(type)
-        if validator is None:
+        valid = DATA_PREDICATES.get(type)
+        if valid is None:
             raise LogViolation("I0", seq, f"unknown event type {type!r}")
         try:
             raw = orjson.dumps(data)
@@ -252,10 +252,8 @@ class Session:
         if too_deep(raw, MAX_DEPTH - 1):  # the line's own object is the level above data
             raise LogViolation("I0", seq, f"data nests deeper than a line may ({MAX_DEPTH} levels)")
         copy = orjson.loads(raw)
-        try:
-            validator(copy, "data")
-        except SchemaError as exc:
-            raise LogViolation("I0", seq, str(exc)) from None
+        if not valid(copy):
+            raise LogViolation("I0", seq, why_invalid(type, copy))
         now = self._clock()
         if now < self._last_time:  # keep event times non-decreasing if the clock steps back
             now = self._last_time
