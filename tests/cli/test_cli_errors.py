@@ -430,6 +430,34 @@ def test_a_file_name_s_control_characters_are_shown_not_sent(tmp_path: Path) -> 
     assert not sent_to_terminal(proc.stdout + proc.stderr)
 
 
+def test_a_newline_in_a_file_name_keeps_each_message_one_line(tmp_path: Path) -> None:
+    """A file name may hold a newline: every line that names it, on stdout and stderr, stays
+    one line, the newline shown as ``⏎`` (the errors, the notes, what repair did)."""
+    odd = tmp_path / "two\nlines"
+    odd.mkdir()
+    log = odd / "s.jsonl"
+    torn = b'{"seq":1,"ti'
+    log.write_bytes(HEADER0 + b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n' + torn)
+    shown = str(odd).replace("\n", "⏎")
+    checked = cli("check", str(log), str(odd / "missing.jsonl"))
+    assert checked.returncode == 2, checked.stderr
+    assert checked.stdout == f"{shown}/s.jsonl: ok (1 event, 1 turn)\n"
+    assert [line.split(": ", 1)[0] for line in checked.stderr.splitlines()] == [
+        f"{shown}/s.jsonl:3",  # the torn tail's note
+        f"{shown}/s.jsonl",  # the open turn's note
+        f"{shown}/missing.jsonl",  # no such file
+    ], checked.stderr
+    for command in (["show"], ["fold"], ["truncate"], ["repair"], ["repair", "--write"]):
+        missing = cli(*command, str(odd / "missing.jsonl"))
+        assert missing.stderr == f"{shown}/missing.jsonl: no such file\n", (command, missing)
+    repaired = cli("repair", "--write", str(log))
+    assert repaired.returncode == 0, repaired.stderr
+    lines = repaired.stderr.splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"{shown}/s.jsonl: ") for line in lines), lines
+    assert f"note: cut {len(torn)} bytes of torn tail" in lines[0]
+    assert "repaired: 1 closing event(s) appended" in lines[1]
+
+
 def test_show_marks_a_line_with_control_bytes_without_sending_them(tmp_path: Path) -> None:
     # Raw control bytes make a line that is not JSON; shown, they must not reach the terminal.
     path = tmp_path / "s.jsonl"

@@ -3,16 +3,20 @@ where, the exit code ``trio-agent run --help`` lists, never a traceback (spec/cl
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from support.cli import NO_WITHOUT_DAC, WITHOUT_DAC, cli, one_line
 from support.cli.testlib import Held, holding
 
+from trio_agent.cli.run import _reporter
 from trio_agent.log import Header, encode_header
+from trio_agent.runtime.events import TurnEnded, TurnOutcome
 
 
 def run(
@@ -171,3 +175,13 @@ def test_a_session_log_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> 
         what += ", not a log file"
     line = one_line(run(root, "--session", "s1"), 2)
     assert line == f"{path}: {what} (a session's log is a regular file)"
+
+
+def test_a_model_error_with_a_newline_is_one_line_of_run_s_stderr() -> None:
+    """A model server's error message is outside text: ``run`` reports the failed turn on
+    one line, its newline shown as ``⏎``."""
+    err = io.StringIO()
+    report = _reporter(err, trio.CancelScope())
+    error = {"code": "OVERLOADED", "message": "busy\nretry later"}
+    report(TurnEnded(TurnOutcome(turn=3, reason="error", error=error)))
+    assert err.getvalue() == "(turn 3 failed: OVERLOADED: busy⏎retry later)\n"

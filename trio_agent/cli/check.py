@@ -68,15 +68,17 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             scan, live = scan_live(path, strict=True, read=read)
         except CliError as exc:
-            print(exc, file=err)
+            print(visible(str(exc)), file=err)
             worst = max(worst, exc.code)
             if args.json:
                 json_line(out, _failed_json(path, exc))
             continue
         note_tail(path, scan, err)
+        # One line, whatever the name holds (spec/cli.md §stderr: errors and notes).
+        shown = visible(path)
         if live is not None:
             print(
-                f"{path}: note: session {scan.header.id!r} is live ({live.locked()}); "
+                f"{shown}: note: session {scan.header.id!r} is live ({live.locked()}); "
                 "checked what it has written so far",
                 file=err,
             )
@@ -84,7 +86,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if turn is not None and args.balanced:
             line = scan.count + 2  # where its turn/end would go (spec/cli.md)
             what = f"turn {turn} is open (--balanced requires every turn ended)"
-            print(f"{path}:{line}: {what}", file=err)
+            print(f"{shown}:{line}: {what}", file=err)
             worst = max(worst, BROKEN)
             if args.json:
                 result = _checked_json(path, scan, live is not None)
@@ -93,12 +95,12 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             continue
         if turn is not None and live is None:
             print(
-                f"{path}: note: turn {turn} is open (a valid prefix of a live or crashed session)",
+                f"{shown}: note: turn {turn} is open (a valid prefix of a live or crashed session)",
                 file=err,
             )
         if args.json:
             json_line(out, _checked_json(path, scan, live is not None))
         else:
             events, turns = plural(scan.count, "event"), plural(scan.checker.last_turn, "turn")
-            print(f"{visible(path)}: ok ({events}, {turns})", file=out)
+            print(f"{shown}: ok ({events}, {turns})", file=out)
     return worst

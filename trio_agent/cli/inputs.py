@@ -31,6 +31,7 @@ from ..log import (
     scan_lines,
 )
 from ..log.lines import event_of_line
+from ..log.render import visible
 from ..log.scan import Sink
 from .dsn import is_dsn, redact
 from .errors import BROKEN, REFUSED, UNREADABLE, CliError
@@ -265,12 +266,12 @@ def scan_live(
 def note_tail(path: str, scan: LineScan, err: TextIO) -> None:
     """The one-line note on stderr when a torn tail was ignored (spec/cli.md)."""
     if scan.tail is not None:
-        t = scan.tail
-        print(f"{path}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
+        t, shown = scan.tail, visible(path)
+        print(f"{shown}:{t.line}: note: torn tail ignored ({t.size} bytes): {t.reason}", file=err)
 
 
 def live_words(path: str, scan: LineScan, live: Live) -> str:
-    return f"{path}: session {scan.header.id!r} is live ({live.locked()})"
+    return f"{visible(path)}: session {scan.header.id!r} is live ({live.locked()})"
 
 
 def refuse_live(path: str, scan: LineScan, live: Live | None) -> None:

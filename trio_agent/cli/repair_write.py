@@ -20,6 +20,7 @@ import trio
 
 from ..log.codec import encode_event
 from ..log.envelope import Event
+from ..log.render import visible
 from ..procs import reap_orphans
 from ..store import (
     CreateFailed,
@@ -156,14 +157,16 @@ def run_repair_file(path: str, out: TextIO, err: TextIO, *, reap_orphans: Reaper
         with _file_repair_errors(path):
             report = trio.run(_repair, path, reap_orphans)
     except CliError as exc:
-        print(exc, file=err)
+        print(visible(str(exc)), file=err)
         return exc.code
+    # One line, whatever the name holds (spec/cli.md §stderr: errors and notes).
+    shown = visible(path)
     if report.torn_bytes:
         cut = f"{report.torn_bytes} bytes of torn tail"
-        print(f"{path}: note: cut {cut} ({report.damage})", file=err)
+        print(f"{shown}: note: cut {cut} ({report.damage})", file=err)
     for call_id, kind in report.reaped.items():
-        print(f"{path}: note: call {call_id}: {REAPED_NOTES.get(kind, kind)}", file=err)
-    _print_repaired(path, report.closers, report.events, report.changed, out, err)
+        print(f"{shown}: note: call {call_id}: {REAPED_NOTES.get(kind, kind)}", file=err)
+    _print_repaired(shown, report.closers, report.events, report.changed, out, err)
     return OK
 
 

@@ -33,7 +33,7 @@ import trio
 from ..failures import exception_text
 from ..files import file_kind, not_a_log
 from ..log.envelope import Event
-from ..log.render import describe
+from ..log.render import describe, visible
 from ..log.repair import REAPED_TEXTS
 from ..models.base import ModelRequest, StepContext
 from ..procs import reap_orphans
@@ -205,6 +205,8 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
     """The session, resumed (cold open: repaired first) or created; store errors become one
     line each (``trio-agent run --help`` lists the exit codes)."""
     path = store.path_of(session_id)
+    # One line, whatever the root's name holds (spec/cli.md §stderr: errors and notes).
+    shown = visible(str(path))
     _refuse_special(path)
     with session_errors(str(path)):
         try:
@@ -213,14 +215,14 @@ async def _open_or_create(store: JsonlStore, session_id: str, err: TextIO) -> Se
             before = await repair_file(path, write=False)
         except SessionNotFound:
             session = await store.create(session_id)
-            print(f"trio-agent run: session {session_id!r} (new), log {path}", file=err)
+            print(f"trio-agent run: session {session_id!r} (new), log {shown}", file=err)
             return session
         session = await store.open(session_id)
     kept = before.events - len(before.closers)
     summary = repair_summary(
         session.events, kept, torn_bytes=before.torn_bytes, dropped_lines=before.dropped_lines
     )
-    _print_resumed(session, f"log {path}", kept, summary, err)
+    _print_resumed(session, f"log {shown}", kept, summary, err)
     return session
 
 
@@ -606,14 +608,15 @@ def _reporter(err: TextIO, stop: trio.CancelScope) -> Callable[[object], None]:
         if isinstance(ev, TurnEnded) and ev.outcome.cause is not None:
             print(f"(turn {ev.outcome.turn}: cancelled by {_cause(ev.outcome.cause)})", file=err)
         elif isinstance(ev, TurnEnded) and ev.outcome.error is not None:
-            error = ev.outcome.error
-            print(f"(turn {ev.outcome.turn} failed: {error['code']}: {error['message']})", file=err)
+            error = ev.outcome.error  # a model server's words: one line, whatever they hold
+            what = visible(f"{error['code']}: {error['message']}")
+            print(f"(turn {ev.outcome.turn} failed: {what})", file=err)
         elif isinstance(ev, TurnPrevented):
             print(f"(no turn started: cancelled by {_cause(ev.cause)})", file=err)
         elif isinstance(ev, AgentError) and isinstance(ev.exception, WriteFailed):
             stop.cancel()  # a full disk: the run's last line reports it, once
         elif isinstance(ev, AgentError):
-            print(f"({ev.message})", file=err)
+            print(f"({visible(ev.message)})", file=err)
             if isinstance(ev.exception, SessionFenced):
                 stop.cancel()  # this run is over: the session is someone else's
 

@@ -120,7 +120,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except OSError as exc:  # the directory itself cannot be listed (no read permission)
         raise CliError(f"{root}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
     if not ids:
-        print(f"{root}: note: no sessions here", file=err)
+        print(f"{visible(str(root))}: note: no sessions here", file=err)
         return OK
     found = []
     for sid in ids:
