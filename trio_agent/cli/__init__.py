@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from ..failures import leaves
-from ..log.render import visible
 from .errors import INTERNAL, INTERRUPTED, OUTPUT_FAILED, PIPE_CLOSED, UNREADABLE, CliError
 from .parser import COMMANDS, build_parser
 from .signals import Terminated
@@ -38,9 +37,7 @@ def _report(exc: BaseException, out: TextIO, err: TextIO) -> int:
             return code if isinstance(code, int) else (0 if code is None else UNREADABLE)
     for leaf in found:
         if isinstance(leaf, CliError):
-            # One line, whatever it quotes: a newline in a file name or an error's text is
-            # shown as ``⏎`` (spec/cli.md §stderr: errors and notes).
-            say(err, visible(str(leaf)))
+            say(err, leaf.stderr_line)
             return leaf.code
     for leaf in found:
         if isinstance(leaf, Terminated):  # SIGTERM or SIGHUP, taken as a Ctrl-C

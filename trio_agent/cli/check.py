@@ -68,7 +68,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             scan, live = scan_live(path, strict=True, read=read)
         except CliError as exc:
-            print(visible(str(exc)), file=err)
+            print(exc.stderr_line, file=err)
             worst = max(worst, exc.code)
             if args.json:
                 json_line(out, _failed_json(path, exc))

@@ -6,6 +6,8 @@ tests/test_doc_claims.py holds spec/cli.md's tables and the README's promises to
 
 from __future__ import annotations
 
+from ..log.render import visible
+
 OK, BROKEN, UNREADABLE, REFUSED = 0, 1, 2, 3
 
 
@@ -31,6 +33,12 @@ class CliError(Exception):
         self.seq = seq
         #: The problem without its ``FILE:LINE:`` place (``None``: the whole message).
         self.what = what
+
+    @property
+    def stderr_line(self) -> str:
+        """The message as stderr shows it: one line whatever it quotes, a newline in a file
+        name or an error's text shown as ``⏎`` (spec/cli.md §stderr: errors and notes)."""
+        return visible(str(self))
 
 
 def plural(n: int, word: str) -> str:

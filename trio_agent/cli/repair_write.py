@@ -157,7 +157,7 @@ def run_repair_file(path: str, out: TextIO, err: TextIO, *, reap_orphans: Reaper
         with _file_repair_errors(path):
             report = trio.run(_repair, path, reap_orphans)
     except CliError as exc:
-        print(visible(str(exc)), file=err)
+        print(exc.stderr_line, file=err)
         return exc.code
     # One line, whatever the name holds (spec/cli.md §stderr: errors and notes).
     shown = visible(path)
