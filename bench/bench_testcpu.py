@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .trees import OUT, REPO, minutes
+from .trees import OUT, REPO, minutes, resolve
 
 
 def _tmpdir() -> str:
@@ -46,9 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.run:
         print("skipped: python -m bench testcpu --run runs the whole suite (minutes)")
         return
-    commit = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = resolve("HEAD")
     with tempfile.TemporaryDirectory(prefix="bench-testcpu-") as rows_dir:
         env = dict(os.environ, BENCH_TESTCPU_DIR=rows_dir, TMPDIR=_tmpdir())
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
