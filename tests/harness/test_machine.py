@@ -54,6 +54,22 @@ def test_a_flush_in_flight_acknowledges_only_what_was_appended_before_it() -> No
         machine.teardown()
 
 
+def test_drive_leaves_an_approval_asked_while_it_drives_to_the_next_rule() -> None:
+    """``drive`` answers only the approvals that were waiting when it began: one asked while
+    it drives waits for the next rule, so that a cancel can meet it (K11)."""
+    machine = machine_for(InProcessAdapter, profile="drive")()
+    try:
+        machine.begin(plan=["ask", "talk"])
+        machine.followup()
+        machine.drive(ticks=20, finish=True)
+        assert machine.state is not None
+        assert (machine.state["status"], machine.state["approvals"]) == ("running", 1)
+        machine.cancel(cause="user", keep_inbox=False)
+        assert machine.model.exercised["K11 an unanswered approval ends cancelled"] == 1
+    finally:
+        machine.teardown()
+
+
 def test_the_rule_scenarios_exercise_every_rule() -> None:
     """Every run plays them first, so every rule is exercised whatever the seed and the
     budget; each scenario also passes every check on the real runtime."""

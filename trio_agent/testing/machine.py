@@ -530,7 +530,8 @@ class HarnessMachine(RuleBasedStateMachine):
     @rule(point=st.sampled_from(CRASH_POINTS), action=actions, tear=tears)
     def provoke(self, point: str, action: dict[str, Any], tear: int | None) -> None:
         """Arm a trap, wake the agent if it is idle, and drive until the trap fires (or the
-        agent is idle again): one rule that reaches a named point."""
+        agent is idle again, or a new approval waits, as :meth:`drive` stops): one rule that
+        reaches a named point."""
         self._provoke(point, action, tear)
 
     def _provoke(
@@ -546,10 +547,7 @@ class HarnessMachine(RuleBasedStateMachine):
                 if queue and self._alive():
                     self._send_message("followup")
                     self.trace[before] = self.trace[before][:-1] + ", queued)"
-            ticks = 0
-            while self.armed is not None and self._running() and ticks < 40:
-                ticks += 1
-                self._drive(1, True)
+            self._drive(40, True, until_fired=True)
         finally:
             self.trace[before:] = [f"provoke{self.trace[before][3:]}"]
 
@@ -569,17 +567,28 @@ class HarnessMachine(RuleBasedStateMachine):
     def drive(self, ticks: int, finish: bool) -> None:
         """Move the running turn on: each tick answers a waiting approval (allow, or with
         ``finish`` false deny) or job (finish, or fail), else advances time by a second; stops
-        early at a crash or idle."""
+        early at a crash, at idle, or when an approval waits that was not waiting when it
+        began."""
         self._note(f"drive({ticks}, {'finish' if finish else 'fail'})")
         self._drive(ticks, finish)
 
-    def _drive(self, ticks: int, finish: bool) -> None:
+    def _drive(self, ticks: int, finish: bool, *, until_fired: bool = False) -> None:
+        """:meth:`drive`; with ``until_fired``, also stop once the armed trap has fired.
+
+        It answers only the approvals that were waiting when it began: one asked while it
+        drives is left for the next rule, so that a cancel, a crash, a restart or a decision
+        meets a waiting approval (K11) as often as anything else the rules draw. Answered in
+        the tick it was asked, an approval was almost never still waiting when a rule began."""
+        answerable = self.state["approvals"] if self.state is not None else 0
         for _ in range(ticks):
             state = self.state
-            if state is None or state["status"] != "running":
+            if state is None or state["status"] != "running" or state["approvals"] > answerable:
+                return
+            if until_fired and self.armed is None:
                 return
             before = self.incarnation
             if state["approvals"]:
+                answerable -= 1
                 self._request({"op": "approval", "decision": "allow" if finish else "deny"})
             elif state["jobs"]:
                 self._request({"op": "tool", "decision": "finish" if finish else "fail"})
@@ -812,7 +821,8 @@ RULE_SCENARIOS: Final[tuple[tuple[str, tuple[Step, ...]], ...]] = (
         (
             ("begin", {"plan": ["job", "ask"]}),
             ("followup", {}),
-            ("drive", {"ticks": 20, "finish": False}),
+            ("drive", {"ticks": 20, "finish": False}),  # fails the job; stops at the approval
+            ("drive", {"ticks": 20, "finish": False}),  # denies it
         ),
     ),
     (
