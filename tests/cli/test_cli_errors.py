@@ -102,6 +102,41 @@ def test_a_usage_error_is_one_line_with_a_hint() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (("conform", "--jobs", "1.5"), "argument --jobs: not a whole number: '1.5'"),
+        (("conform", "--max-output", "0"), "argument --max-output: must be at least 1: '0'"),
+        (
+            ("conform", "--timeout", "inf"),
+            "argument --timeout: must be a positive number of seconds: 'inf'",
+        ),
+        (("harness", "--examples", "1.5"), "argument --examples: not a whole number: '1.5'"),
+        (("harness", "--steps", "0"), "argument --steps: must be at least 1: '0'"),
+        (("harness", "--seed", "x"), "argument --seed: not a whole number: 'x'"),
+        (("harness", "--timeout", "x"), "argument --timeout: not a number: 'x'"),
+        (
+            ("harness", "--shrink-limit", "0"),
+            "argument --shrink-limit: must be a positive number of seconds: '0'",
+        ),
+        (("harness", "--max-line", "0"), "argument --max-line: must be at least 1: '0'"),
+        (("serve", "--port", "99999"), "argument --port: not a port number (0 to 65535): '99999'"),
+        (("serve", "--max-runs", "0"), "argument --max-runs: must be at least 1: '0'"),
+        (
+            ("serve", "--idle-timeout", "nan"),
+            "argument --idle-timeout: must be a positive number of seconds: 'nan'",
+        ),
+    ],
+)
+def test_a_bad_number_is_worded_the_same_by_every_command(argv: tuple[str, ...], what: str) -> None:
+    """Every numeric option parses through one of four types (cli/numbers.py): a count, a
+    time in seconds, a port, any whole number. ``serve --port 99999`` once listened on
+    34463 (99999 modulo 65536)."""
+    command = argv[0]
+    line = one_line(cli(*argv, "--", "true") if command != "serve" else cli(*argv), 2)
+    assert line == f"trio-agent {command}: {what} (see `trio-agent {command} --help`)"
+
+
 def test_a_glob_given_to_a_one_file_command_is_not_echoed_whole() -> None:
     """``trio-agent show sessions/*/session.jsonl``: the usage error names the first extra
     arguments, not all of them (it once repeated every path on its one line)."""

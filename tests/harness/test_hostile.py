@@ -213,11 +213,14 @@ def test_list_prints_the_named_points_without_a_program() -> None:
 @pytest.mark.parametrize(
     ("option", "why"),
     [
-        (("--shrink-limit", "0"), "--shrink-limit must be a positive number of seconds"),
-        (("--shrink-limit", "inf"), "--shrink-limit must be a positive number of seconds"),
-        (("--examples", "0"), "--examples and --steps must be >= 1, --timeout > 0"),
+        (("--shrink-limit", "0"), "--shrink-limit: must be a positive number of seconds: '0'"),
+        (
+            ("--shrink-limit", "inf"),
+            "--shrink-limit: must be a positive number of seconds: 'inf'",
+        ),
+        (("--examples", "0"), "--examples: must be at least 1: '0'"),
     ],
 )
 def test_a_bad_bound_is_one_line_exit_2(option: tuple[str, str], why: str) -> None:
     line = one_line(harness(*option, port=[PY, "-m", "trio_agent.testing.adapter_server"]), 2)
-    assert line == f"harness: {why}", line
+    assert line == f"trio-agent harness: argument {why} (see `trio-agent harness --help`)", line

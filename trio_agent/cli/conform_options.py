@@ -11,6 +11,7 @@ import argparse
 import os
 from typing import Any, Final
 
+from . import numbers
 from .program import ProgramCommand
 
 __all__ = ["COMMAND", "CORES", "MAX_OUTPUT", "TIMEOUT", "add_parser"]
@@ -19,19 +20,6 @@ __all__ = ["COMMAND", "CORES", "MAX_OUTPUT", "TIMEOUT", "add_parser"]
 TIMEOUT: Final = 30.0
 #: Default bound on what one command may write, per stream (no vector's answer comes near).
 MAX_OUTPUT: Final = 1 << 20
-
-
-def _positive(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not 0 < value < float("inf"):
-            raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-        return value
-
-    return parse
 
 
 #: The default of ``--jobs``: this machine's core count.
@@ -54,21 +42,21 @@ def _options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=_positive(int),
+        type=numbers.count,
         default=CORES,
         metavar="N",
         help=f"run N cases at once (default: the core count, {CORES} here)",
     )
     p.add_argument(
         "--timeout",
-        type=_positive(float),
+        type=numbers.seconds,
         default=TIMEOUT,
         metavar="SECONDS",
         help=f"safety net: a case whose commands take longer fails (default {TIMEOUT:g})",
     )
     p.add_argument(
         "--max-output",
-        type=_positive(int),
+        type=numbers.count,
         default=MAX_OUTPUT,
         metavar="BYTES",
         help=f"a command writing more to stdout or stderr is killed (default {MAX_OUTPUT})",

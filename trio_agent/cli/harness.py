@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from ..testing.protocol import MAX_LINE, POINTS, PROTOCOL, AdapterError, RunStopped, trap_points
+from . import numbers
 from .program import ProgramCommand, UsageError
 
 __all__ = ["add_parser", "coverage_table", "main", "rule_table", "run_harness"]
@@ -196,13 +197,15 @@ def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
 
 
 def _options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--examples", type=int, default=100, metavar="N", help="default 100")
-    p.add_argument("--steps", type=int, default=25, metavar="K", help="rules per example")
-    p.add_argument("--seed", type=int, default=None, metavar="S", help="default: random")
+    p.add_argument("--examples", type=numbers.count, default=100, metavar="N", help="default 100")
+    p.add_argument("--steps", type=numbers.count, default=25, metavar="K", help="rules per example")
+    p.add_argument(
+        "--seed", type=numbers.integer, default=None, metavar="S", help="default: random"
+    )
     p.add_argument("--profile", default="port", metavar="NAME", help="label of the run")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=numbers.seconds,
         default=TIMEOUT,
         metavar="SECONDS",
         help="safety net: a request without its reply after this long is a hang; the run "
@@ -210,7 +213,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--shrink-limit",
-        type=float,
+        type=numbers.seconds,
         default=None,
         metavar="SECONDS",
         help="stop shrinking a failure after this long in all and report the smallest example "
@@ -218,7 +221,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-line",
-        type=int,
+        type=numbers.count,
         default=MAX_LINE,
         metavar="BYTES",
         help=f"a longer line from the program is a protocol error (default {MAX_LINE})",
@@ -245,12 +248,6 @@ def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
         return 0
     if not command:
         raise UsageError("give the runtime's command after --, e.g. harness -- ./my-port")
-    if args.examples < 1 or args.steps < 1 or not 0 < args.timeout < float("inf"):
-        raise UsageError("--examples and --steps must be >= 1, --timeout > 0")
-    if args.max_line < 1:
-        raise UsageError("--max-line must be >= 1")
-    if args.shrink_limit is not None and not 0 < args.shrink_limit < float("inf"):
-        raise UsageError("--shrink-limit must be a positive number of seconds")
     require_hypothesis()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     ok = run_harness(

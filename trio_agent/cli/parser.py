@@ -11,7 +11,7 @@ import argparse
 from typing import Final, NoReturn
 
 from ..log import REAP_KINDS
-from . import conform_options, harness
+from . import conform_options, harness, numbers
 from .errors import UNREADABLE, CliError, epilog
 
 DESCRIPTION = """\
@@ -34,26 +34,6 @@ examples:
 `trio-agent COMMAND --help` explains a command and lists its exit codes.
 Problems are one line on stderr, never a traceback (spec/cli.md).
 """
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
-    return value
 
 
 #: How much of the unrecognized arguments a usage error repeats: a glob given to a command
@@ -329,23 +309,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("serve", "serve the demo web page")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765)")
+    p.add_argument(
+        "--port",
+        type=numbers.port,
+        default=8765,
+        help="port to listen on, 0 for any free one (default: 8765)",
+    )
     p.add_argument(
         "--max-runs",
-        type=_positive_int,
+        type=numbers.count,
         default=8,
         help="scenario runs (worker processes) at once, across all clients (default: 8)",
     )
     p.add_argument(
         "--idle-timeout",
-        type=_positive_float,
+        type=numbers.seconds,
         default=300.0,
         metavar="SECONDS",
         help="close a websocket that sends nothing for this long (default: 300)",
     )
     p.add_argument(
         "--head-timeout",
-        type=_positive_float,
+        type=numbers.seconds,
         default=10.0,
         metavar="SECONDS",
         help="close a connection whose request head has not arrived whole in this long "
@@ -353,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-connections",
-        type=_positive_int,
+        type=numbers.count,
         default=256,
         metavar="N",
         help="connections held at once (default: 256, fewer if the open-file limit is "
