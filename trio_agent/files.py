@@ -18,6 +18,7 @@ from typing import Final
 __all__ = [
     "LOG_NAME",
     "PID_NAME",
+    "directory_problem",
     "file_kind",
     "holder_pid",
     "not_a_log",
@@ -53,6 +54,20 @@ def file_kind(mode: int) -> str | None:
     if stat.S_ISSOCK(mode):
         return "is a socket"
     return "is a special file"
+
+
+def directory_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as a directory (links followed), in words, or ``None`` when
+    it is one: ``no such directory``, ``is not a directory``, or ``cannot read: <the system's
+    reason>`` (a name too long, a loop of links). ``Path.is_dir`` would raise for some of
+    those, and answer ``False`` for others."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such directory"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return None if stat.S_ISDIR(mode) else "is not a directory"
 
 
 def not_a_log(path: str | os.PathLike[str], kind: str) -> str:

@@ -74,6 +74,36 @@ def test_a_missing_file(tmp_path: Path, command: list[str]) -> None:
     assert one_line(cli(*command, str(path)), 2) == f"{path}: no such file"
 
 
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (("sessions", "--root"), "(give the store's directory with --root)"),
+        (("check", "--session", "s", "--store"), "(--store takes a store directory or a "),
+        (("conform", "--vectors"), "(use --vectors DIR)"),
+    ],
+    ids=["sessions --root", "check --store", "conform --vectors"],
+)
+def test_a_directory_name_too_long_is_one_line(
+    tmp_path: Path, argv: tuple[str, ...], hint: str
+) -> None:
+    """A directory option whose name the system refuses (longer than the file system's
+    longest name) is named with the system's reason. ``Path.is_dir`` raises for it, which
+    was an internal error for these three."""
+    long = tmp_path / ("d" * (os.pathconf(tmp_path, "PC_NAME_MAX") + 1))
+    tail = ["--", "true"] if argv[0] == "conform" else []
+    line = one_line(cli(*argv, str(long), *tail), 2)
+    prefix = "conform: " if argv[0] == "conform" else ""
+    assert line.startswith(f"{prefix}{long}: cannot read: File name too long {hint}"), line
+
+
+def test_a_key_value_store_too_long_for_a_directory_name_is_a_dsn() -> None:
+    """``--store key=value`` names a database unless a directory has that name; a value too
+    long to be a file name is not one (``Path.is_dir`` raised: an internal error). The
+    driver refuses the unknown key without connecting anywhere."""
+    line = one_line(cli("check", "--store", "a=" + "d" * 300, "--session", "s"), 2)
+    assert ": cannot read the store: database: " in line, line
+
+
 # -- the command line's manners -----------------------------------------------------------
 
 

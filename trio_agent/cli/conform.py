@@ -39,6 +39,7 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from ..files import directory_problem
 from ..log.codec import MAX_DEPTH, too_deep
 from ..procs.group_kill import kill_group_until_gone, kill_leftovers
 from ..spec_files import SpecMissing, spec_root
@@ -831,8 +832,8 @@ def conform(
 
 def _run(command: list[str], args: argparse.Namespace, out: TextIO) -> int:
     root = Path(args.vectors) if args.vectors else default_vectors()
-    if not root.is_dir():
-        raise UsageError(f"{root}: no vectors directory (use --vectors DIR)")
+    if (problem := directory_problem(root)) is not None:
+        raise UsageError(f"{root}: {problem} (use --vectors DIR)")
     vectors = load_vectors(root, args.only)
     if not vectors:
         raise UsageError(f"no vector matches {' '.join(args.only)}")

@@ -7,8 +7,8 @@ JSONL store directory, as before.
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
 
 __all__ = ["is_dsn", "redact"]
 
@@ -22,7 +22,9 @@ def is_dsn(value: str) -> bool:
     """Whether a ``--store`` value names a database rather than a store directory."""
     if value.lower().startswith(("postgresql://", "postgres://")):
         return True
-    return _KEY.match(value) is not None and not Path(value).is_dir()
+    # os.path.isdir, not Path.is_dir: a value too long for a file name is no directory,
+    # where Path.is_dir raises.
+    return _KEY.match(value) is not None and not os.path.isdir(value)
 
 
 def redact(dsn: str) -> str:

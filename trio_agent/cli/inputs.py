@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 import attrs
 import orjson
 
-from ..files import LOG_NAME, file_kind, holder_pid, not_a_log, shared_lock_free
+from ..files import (
+    LOG_NAME,
+    directory_problem,
+    file_kind,
+    holder_pid,
+    not_a_log,
+    shared_lock_free,
+)
 from ..log import (
     Event,
     HeaderError,
@@ -168,10 +175,9 @@ def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader
         where = store_where(session_id)
         return where, functools.partial(_open_stored, store, session_id, where)
     root = Path(store)
-    if not root.is_dir():
-        what = "is not a directory" if root.exists() else "no such directory"
+    if (problem := directory_problem(root)) is not None:
         raise CliError(
-            f"{root}: {what} (--store takes a store directory or a postgresql:// DSN)",
+            f"{root}: {problem} (--store takes a store directory or a postgresql:// DSN)",
             UNREADABLE,
         )
     from ..store.ids import escape_id

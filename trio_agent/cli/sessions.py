@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from ..files import directory_problem
 from ..log.render import visible
 from .dsn import is_dsn, redact
 from .errors import BROKEN, OK, UNREADABLE, CliError
@@ -111,9 +112,8 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _print_table(found, out)
         return OK
     root = Path(args.root if args.root is not None else "sessions")
-    if not root.is_dir():
-        what = "is not a directory" if root.exists() else "no such directory"
-        raise CliError(f"{root}: {what} (give the store's directory with --root)", UNREADABLE)
+    if (problem := directory_problem(root)) is not None:
+        raise CliError(f"{root}: {problem} (give the store's directory with --root)", UNREADABLE)
     store = JsonlStore(root)
     try:
         ids = trio.run(store.session_ids)
