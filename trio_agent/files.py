@@ -1,5 +1,6 @@
 """A session's files, trio-free: their names, what a path that is not a regular file is, the
-one line that refuses it, and the momentary shared-lock probe of liveness.
+one line that refuses it, what is wrong with a directory given to a command, and the
+momentary shared-lock probe of liveness.
 
 The store (spec/persistence.md §1, §4), the file commands (spec/cli.md §Input files, §Live
 sessions) and ``trio-agent run`` all use these, so a refusal reads the same wherever it comes
