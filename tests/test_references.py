@@ -30,6 +30,8 @@ from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("trio_agent", "tests", "docs", "bench", "spec", "notes", "scripts")
+#: Not scanned: what ``python -m bench`` writes (git-ignored; its JSON holds test ids, not prose).
+UNSCANNED = ("bench/out",)
 SUFFIXES = {".py", ".md", ".json", ".txt", ".sh", ".toml", ".html"}
 
 SPEC_PATH = re.compile(r"spec/[A-Za-z0-9_./-]+?\.md\b")
@@ -137,7 +139,10 @@ def scanned_files() -> list[Path]:
         files += [
             p
             for p in (ROOT / top).rglob("*")
-            if p.suffix in SUFFIXES and p.is_file() and "golden" not in p.parts
+            if p.suffix in SUFFIXES
+            and p.is_file()
+            and "golden" not in p.parts
+            and not any(p.is_relative_to(ROOT / out) for out in UNSCANNED)
         ]
     return [p for p in files if p != Path(__file__).resolve()]
 
