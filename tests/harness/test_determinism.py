@@ -7,12 +7,14 @@ in-process adapters; the two journals must be identical (message ids aside, they
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
-from trio_agent.testing.inprocess import InProcessAdapter
+from trio_agent.testing.inprocess import InProcessAdapter, TrioThread
 from trio_agent.testing.plan import MENU_NAMES
 from trio_agent.testing.protocol import trap_points
 
@@ -102,3 +104,34 @@ def test_the_same_requests_give_the_same_journal(seed: int, tmp_path: Path) -> N
     for a, b in zip(first, second, strict=False):
         assert a == b
     assert len(first) == len(second)
+
+
+def test_nothing_runs_in_the_trio_thread_between_two_calls() -> None:
+    """The in-process world is still between requests (spec/harness.md §What an
+    implementation must provide, 1): after a call the trio thread waits for the next one
+    inside trio, so a task that is always ready to run does not move in between."""
+    thread = TrioThread()
+    turns: list[None] = []
+
+    async def spin() -> None:
+        while True:
+            turns.append(None)
+            await trio.lowlevel.checkpoint()
+
+    async def start_spinning() -> int:
+        thread.nursery.start_soon(spin)
+        for _ in range(3):
+            await trio.lowlevel.checkpoint()
+        return len(turns)
+
+    async def count() -> int:
+        return len(turns)
+
+    try:
+        spun = thread.call(start_spinning)
+        assert spun > 0
+        # Real time passes; a run loop left running would turn the spinning task meanwhile.
+        threading.Event().wait(0.05)
+        assert thread.call(count) == spun
+    finally:
+        thread.close()

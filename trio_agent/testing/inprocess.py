@@ -44,17 +44,20 @@ class TrioThread:
     :meth:`call` runs an async function in it and returns its result (or raises its
     exception) in the calling thread, giving up after ``timeout`` real seconds.
 
-    When ``hold()`` is true after a call, the thread does not return to trio's scheduler: it
-    blocks (synchronously, inside the task that ran the call) until the next call arrives and
-    runs that one first. Nothing in the ``trio.run`` moves in between, so a reply sent before
-    the world settled is still a still world (``cancel`` with ``settle: false``).
+    The first call starts one task that runs every call: between two calls it blocks the
+    thread (synchronously, waiting for the next call), so nothing in the ``trio.run`` moves
+    between them. A world replies once it has settled, and then there is nothing to move; a
+    reply sent before the world settled (``cancel`` with ``settle: false``) is a still world
+    until the next request's action has run. It is also the cheap way across: a call is two
+    hand-overs of a plain queue, not a wake-up of trio's I/O loop and a task of its own.
+    After a call that raised, the thread goes back to trio's scheduler and the next call
+    starts the task again.
     """
 
-    def __init__(self, hold: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self) -> None:
         self.clock = host_clock()
-        self._hold = hold
-        self._held = False
-        self._calls: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._serving = False
+        self._calls: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
@@ -88,32 +91,35 @@ class TrioThread:
         assert self._nursery is not None
         return self._nursery
 
+    async def _serve(self, job: _Job) -> None:
+        """Run ``job``, then each call as it arrives, until :meth:`close` sends ``None`` or a
+        call raises: its exception goes to the caller, and the thread back to trio's
+        scheduler (the next call starts a new task)."""
+        next_job: _Job | None = job
+        while next_job is not None:
+            call, call_args, answer = next_job
+            try:
+                result = await call(*call_args)
+            except BaseException as exc:  # handed to the caller's thread
+                self._serving = False  # before the answer, which the caller waits for
+                answer.put((False, exc))
+                return
+            answer.put((True, result))
+            next_job = self._calls.get()  # blocks the trio thread: nothing else runs
+
     def call(
         self, fn: Callable[..., Awaitable[T]], *args: Any, timeout: float = DEFAULT_TIMEOUT
     ) -> T:
         if self._crash is not None:
             raise AdapterError(f"the trio thread died: {self._crash!r}") from self._crash
         box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-        async def runner() -> None:
-            job: _Job = (fn, args, box)
-            while True:
-                call, call_args, answer = job
-                try:
-                    outcome: tuple[bool, Any] = (True, await call(*call_args))
-                except BaseException as exc:  # handed to the caller's thread
-                    outcome = (False, exc)
-                self._held = outcome[0] and self._hold()
-                answer.put(outcome)
-                if not self._held:
-                    return
-                job = self._calls.get()  # blocks the trio thread: nothing else runs
-
-        if self._held:
-            self._calls.put((fn, args, box))
+        job: _Job = (fn, args, box)
+        if self._serving:
+            self._calls.put(job)
         else:
             assert self._token is not None
-            self._token.run_sync_soon(self.nursery.start_soon, runner)
+            self._serving = True
+            self._token.run_sync_soon(self.nursery.start_soon, self._serve, job)
         try:
             ok, value = box.get(timeout=timeout)
         except queue.Empty:
@@ -124,6 +130,9 @@ class TrioThread:
 
     def close(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Stop the ``trio.run`` and join its thread (``timeout``: a hang guard, as for a call)."""
+        if self._serving:
+            self._calls.put(None)  # the serving task returns to trio's scheduler
+            self._serving = False
         if self._thread.is_alive() and self._stop is not None:
             with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
@@ -138,13 +147,10 @@ class InProcessAdapter:
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._timeout = timeout
         self._journal: list[dict[str, Any]] = []
-        self._thread = TrioThread(hold=self._holding)
+        self._thread = TrioThread()
         self._host = WorldHost(
             self._thread.nursery, self._journal.append, implementation="trio_agent in-process"
         )
-
-    def _holding(self) -> bool:
-        return self._host.held
 
     def request(self, message: dict[str, Any]) -> Reply:
         wire = orjson.loads(orjson.dumps(message))
