@@ -300,6 +300,12 @@ def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     assert line == f"conform: cannot run {tmp_path / 'no-such-port'}: No such file or directory"
 
 
+def test_a_directory_as_the_program_is_one_line_exit_2(tmp_path: Path) -> None:
+    """``conform -- DIR`` says what DIR is: exec would only say "Permission denied"."""
+    line = one_line(conform(port=[str(tmp_path)]), 2)
+    assert line == f"conform: cannot run {tmp_path}: is a directory"
+
+
 def test_an_empty_program_name_is_one_line_exit_2() -> None:
     """``conform -- ''`` is refused by name, before anything runs: exec would only say
     "Permission denied" (it tries the working directory)."""

@@ -67,6 +67,12 @@ def test_an_empty_program_name_is_one_line_exit_2() -> None:
     )
 
 
+def test_a_directory_as_the_program_is_one_line_exit_2(tmp_path: Path) -> None:
+    """``harness -- DIR`` says what DIR is: exec would only say "Permission denied"."""
+    line = one_line(harness(port=[str(tmp_path), "--flag"]), 2)
+    assert line == f"harness: cannot run {tmp_path} --flag: is a directory"
+
+
 #: Answers ``hello`` (speaking ``PROTOCOL``) and ``bye`` as the protocol says, and never
 #: anything else.
 HANGS_AFTER_HELLO = r"""

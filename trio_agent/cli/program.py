@@ -12,6 +12,8 @@ the command without importing the module that runs it (``conform``'s is heavy).
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -79,6 +81,10 @@ class ProgramCommand:
                     f"the program's name is empty: give {self.program} command after --, "
                     f"e.g. {self.name} -- ./my-port"
                 )
+            if command and "/" in command[0] and os.path.isdir(command[0]):
+                # exec would say "Permission denied", which reads as a mode to change
+                shown = " ".join(shlex.quote(c) for c in command)
+                raise UsageError(f"cannot run {shown}: is a directory")
             with terminated_as_interrupt():  # the port's processes are stopped, not left
                 return body(command, args, out)
         except UsageError as exc:
