@@ -268,7 +268,7 @@ class _Runner:
     def cmd(self, answer: Answer) -> str:
         """The command as a port author would type it (the file as FILE)."""
         args = answer.argv[len(self.command) :]
-        return " ".join(shlex.quote(a) for a in args[:-1]) + " FILE"
+        return shlex.join(args[:-1]) + " FILE"
 
 
 def file_bytes(vector: dict[str, Any]) -> bytes:
@@ -662,7 +662,7 @@ def preflight(command: Sequence[str], tmp: Path, *, timeout: float, limit: int) 
     file with exit 0 and nothing at all (a program that does nothing). spec/cli.md wants
     exit 2 and one line there; any other answer is left to the vectors."""
     missing = tmp / "no-such-file.jsonl"
-    shown = " ".join(shlex.quote(c) for c in command)
+    shown = shlex.join(command)
     try:
         a = run_bounded([*command, "check", str(missing)], timeout=timeout, limit=limit)
     except OSError as exc:
@@ -706,7 +706,7 @@ def _junit(results: Sequence[CaseResult], command: Sequence[str], path: Path) ->
                 failure.text = "\n".join(r.problems)
     ET.SubElement(root, "properties")
     prop = ET.SubElement(root[-1], "property", name="command")
-    prop.set("value", " ".join(shlex.quote(c) for c in command))
+    prop.set("value", shlex.join(command))
     data = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     try:  # in place, not renamed over: FILE may be a device or a pipe a CI reads
         path.write_bytes(data)
@@ -822,7 +822,7 @@ def conform(
             if stopped
             else ""
         )
-        + f" ({' '.join(shlex.quote(c) for c in command)})",
+        + f" ({shlex.join(command)})",
         file=out,
     )
     if junit is not None:

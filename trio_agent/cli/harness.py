@@ -114,7 +114,7 @@ def run_harness(
         failure, stopped = exc.error, True
     except Exception as exc:  # the failure of the shrunk example, reported below
         failure = exc
-    print(f"trio-agent harness: {' '.join(shlex.quote(c) for c in argv)}", file=out)
+    print(f"trio-agent harness: {shlex.join(argv)}", file=out)
     print(f"profile {profile}, seed {seed}", file=out)
     for line in coverage_table(profile):
         print(line, file=out)
@@ -169,7 +169,7 @@ def preflight(argv: Sequence[str], *, timeout: float, max_line: int) -> None:
     and answer ``hello`` (spec/harness.md §Requests) within ``timeout``. One line, exit 2."""
     from ..testing.pipe import PipeAdapter
 
-    shown = " ".join(shlex.quote(c) for c in argv)
+    shown = shlex.join(argv)
     adapter = PipeAdapter(argv, timeout=timeout, max_line=max_line)
     try:
         reply = adapter.request({"op": "hello"})

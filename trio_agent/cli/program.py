@@ -83,8 +83,7 @@ class ProgramCommand:
                 )
             if command and "/" in command[0] and os.path.isdir(command[0]):
                 # exec would say "Permission denied", which reads as a mode to change
-                shown = " ".join(shlex.quote(c) for c in command)
-                raise UsageError(f"cannot run {shown}: is a directory")
+                raise UsageError(f"cannot run {shlex.join(command)}: is a directory")
             with terminated_as_interrupt():  # the port's processes are stopped, not left
                 return body(command, args, out)
         except UsageError as exc:
