@@ -30,8 +30,8 @@ say "building the sdist and the wheel"
 # wheel, in half of pip's time.
 installer=pip
 [[ -x $(dirname "$PY")/uv ]] && installer=uv
-PATH=$(dirname "$PY"):$PATH "$PY" -m build --installer "$installer" --outdir "$WORK/dist" "$ROOT" \
-    >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; fail "python -m build"; }
+"$PY" -m build --installer "$installer" --outdir "$WORK/dist" "$ROOT" >"$WORK/build.log" 2>&1 \
+    || { cat "$WORK/build.log" >&2; fail "python -m build"; }
 "$PY" -m twine check --strict "$WORK"/dist/* || fail "twine check"
 WHEEL=$(ls "$WORK"/dist/*.whl)
 # The listing goes to a file first: grep -q quits at its first match, and under pipefail the
