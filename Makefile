@@ -42,7 +42,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --strict trio_agent
 	MYPYPATH=tests $(VENV)/bin/mypy --strict bench
 	MYPY=$(VENV)/bin/mypy bash scripts/mypy-tests.sh
-	$(VENV)/bin/lint-imports --no-cache --config .importlinter
+	$(VENV)/bin/lint-imports --no-cache
 
 # The suite runs on pytest-xdist workers, two more than the cores unless TEST_WORKERS says
 # otherwise (a third of the tests' time is spent waiting on subprocesses: demo, conform,
