@@ -519,8 +519,6 @@ class PostgresStore(StoreLifecycle):
         """A new live session: its header row is committed with this store's lease."""
         check_id(session_id)  # the same id rules as JsonlStore (spec/persistence.md §1)
         nursery = self._require_open()
-        if not session_id:
-            raise ValueError("the session id must not be empty")
         if (self.dsn, session_id) in _LIVE:
             raise SessionExists(session_id)
         header = Header(id=session_id, created_at=self._clock())
