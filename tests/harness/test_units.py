@@ -12,6 +12,7 @@ from trio_agent.testing.checks import (
     DurableLog,
     HarnessViolation,
     check_crash_bytes,
+    check_live_bytes,
     check_reopened,
     tear_last_line,
 )
@@ -117,6 +118,20 @@ def test_a_live_log_only_grows() -> None:
         DurableLog().check(file_of(TURN)[:-3], TURN, acked=0)
 
 
+def test_a_settled_live_log_holds_every_acknowledged_event_and_no_torn_line() -> None:
+    """A cleanly shut-down session must have all it acknowledged on disk (restart asks for
+    every event), the bytes a prefix of memory, and no torn line (no write is in flight)."""
+    data = file_of(TURN[:4])
+    assert check_live_bytes(data, TURN, acked=4) == 4
+    with pytest.raises(HarnessViolation, match="5 events were acknowledged durable, only 4"):
+        check_live_bytes(data, TURN, acked=5)
+    with pytest.raises(HarnessViolation, match="torn final line"):
+        check_live_bytes(data[:-3], TURN, acked=0)
+    changed = [*TURN[:3], ev(3, "step/start", turn=1, step=1) | {"time": 9}]
+    with pytest.raises(HarnessViolation, match="disk and memory differ"):
+        check_live_bytes(data, changed, acked=0)
+
+
 def test_the_plan_bounds_every_turn() -> None:
     assert plan_entry(["job"], 4, 1) == MENU["job"]
     assert plan_entry(["job", "talk"], 1, 2) == MENU["talk"]
@@ -169,6 +184,19 @@ def test_the_model_follows_a_woken_turn() -> None:
             "controller": {"turn": 1, "cancelled": False},
         }
     )
+
+
+def test_the_model_counts_an_event_it_has_no_rule_for_and_moves_on() -> None:
+    """``tool/spawned`` (a port's real tool started a process group; our harness world's tools
+    start none) changes nothing the model follows: it counts the event, and nothing else."""
+    model = ReferenceModel(["talk"])
+    feed(model, WAKE)
+    spawned = ev(5, "tool/spawned", turn=1, step=1, callId="c1", pgid=4242, identity="x")
+    model.apply(event(spawned))
+    assert model.events == 6
+    assert model.controller is Controller.BOUND and model.messages["m1"] is MessageState.ENTERED
+    with pytest.raises(ModelViolation, match="event seq 5 but the model counted 6"):
+        model.apply(event(spawned))
 
 
 def chunks(seq: int, *pieces: dict[str, Any]) -> list[dict[str, Any]]:

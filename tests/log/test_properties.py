@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from trio_agent.log import (
@@ -191,6 +192,28 @@ def test_fast_predicates_agree_with_validators(case: tuple[str, Any]) -> None:
     except SchemaError:
         explained_valid = False
     assert DATA_PREDICATES[type_](data) == explained_valid
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        (None, "null"),
+        (True, "a boolean"),
+        (1.5, "a number"),
+        ("1", "a string"),
+        ([1], "an array"),
+        ({"n": 1}, "an object"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_named_in_json_words(value: Any, kind: str) -> None:
+    """The validator names what the line held by its JSON kind, as ``check`` prints it
+    (``data.turn: expected an integer, got an object``), for every kind a line can hold."""
+    with pytest.raises(SchemaError) as info:
+        validate_data("turn/start", {"turn": value})
+    assert (info.value.path, info.value.message) == (
+        "data.turn",
+        f"expected an integer, got {kind}",
+    )
 
 
 def test_no_property_has_a_deadline() -> None:
