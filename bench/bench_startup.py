@@ -1,0 +1,114 @@
+"""What a process of ours executes before it does its work, in instructions, layer by layer.
+
+``python -m bench startup [--old REV]``. Every case in the suite and in ``conform`` that runs
+our CLI is a process of its own, and on a short log nearly all of its CPU is start-up; on a
+shared host the time of a 150 ms process moves by a tenth between rounds, more than most
+changes to it. So each row here is one process run under valgrind's callgrind, which counts
+the instructions it executes (``PYTHONHASHSEED=0``: the same count on every run, whatever
+the host's load). Each row imports one more layer than the row above it, so the difference
+between two rows is that layer's cost: the interpreter and its ``site`` (the venv's ``.pth``
+files included), attrs, orjson, msgspec, the log core, the command line, the parser built,
+then a ``check`` of a short log; and beside them ``trio`` and the store, the floor of a
+cold open. With ``--old REV`` the rows that import this package also run from a fresh clone
+of ``REV`` (bench/trees.py), side by side. Skipped when valgrind is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .biglog import make_log
+from .trees import Tree, clone, drop, workspace
+
+#: (row, the code ``python -c`` runs, whether it imports this package); each row's layer is
+#: its count less the row above it.
+_LAYERS: list[tuple[str, str, bool]] = [
+    ("python, site", "pass", False),
+    ("+ attrs", "import attrs", False),
+    ("+ orjson", "import attrs, orjson", False),
+    ("+ msgspec", "import attrs, orjson, msgspec", False),
+    ("+ trio_agent.log", "import trio_agent.log", True),
+    ("+ trio_agent.cli", "import trio_agent.cli", True),
+    ("+ the parser built", "import trio_agent.cli.parser as p; p.build_parser()", True),
+]
+_FLOOR: list[tuple[str, str, bool]] = [
+    ("trio", "import trio", False),
+    ("trio + the store", "import trio, trio_agent.store", True),
+]
+
+
+def instructions(argv: list[str], cwd: Path | None = None) -> int:
+    """The instructions ``argv`` executes, counted by callgrind (its output discarded)."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
+    done = subprocess.run(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"bench startup: no count from valgrind for {argv}: {done.stderr[-300:]}")
+    return int(found.group(1))
+
+
+def _old_tree(rev: str, space: Path) -> Tree:
+    """A clone of ``rev``, its bytecode compiled (as ``make bench`` does for this tree)."""
+    tree = clone(rev, space)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "trio_agent"], cwd=tree.path, check=True
+    )
+    return tree
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench startup")
+    parser.add_argument("--old", help="an older tree to run beside (a commit, tag or branch)")
+    args = parser.parse_args(argv if argv is not None else [])
+    if shutil.which("valgrind") is None:
+        print("skipped: valgrind is not installed (it counts the instructions)")
+        return
+    space = workspace() if args.old else None
+    tmp = Path(tempfile.mkdtemp(prefix="trio-agent-bench-"))
+    try:
+        old = None if space is None else _old_tree(args.old, space)
+        log = tmp / "session.jsonl"
+        _, events = make_log(log, 2)
+        py = sys.executable
+        check = f"`check` of a {events}-event log"
+        # (row, argv, whether it imports this package, whether it adds to the row above)
+        rows = [
+            (name, [py, "-c", code], ours, i > 0) for i, (name, code, ours) in enumerate(_LAYERS)
+        ]
+        rows.append((check, [py, "-m", "trio_agent", "check", str(log)], True, True))
+        rows.append(("`--version`", [py, "-m", "trio_agent", "--version"], True, False))
+        rows += [
+            (name, [py, "-c", code], ours, i > 0) for i, (name, code, ours) in enumerate(_FLOOR)
+        ]
+        here = Path(__file__).resolve().parents[1]
+        print(
+            "| process | instructions | the layer |" + (f" {old.rev} | new / old |" if old else "")
+        )
+        print("|---|---|---|" + ("---|---|" if old else ""))
+        previous = 0
+        for name, command, ours, step in rows:
+            count = instructions(command, cwd=here)
+            layer = f"+{(count - previous) / 1e6:.1f} M" if step else ""
+            line = f"| {name} | {count / 1e6:.1f} M | {layer} |"
+            if old is not None:
+                if ours:
+                    before = instructions(command, cwd=old.path)
+                    line += f" {before / 1e6:.1f} M | {count / before:.3f}x |"
+                else:
+                    line += " | |"
+            print(line, flush=True)
+            previous = count
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if space is not None:
+            drop(space)
