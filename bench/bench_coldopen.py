@@ -52,7 +52,7 @@ from trio_agent.store.write_policy import CHECKPOINT_EVERY
 
 from .bench_files import Usage, durable_copy, rss_floor_mb, run_child
 from .biglog import make_log
-from .trees import Tree, clone, drop, workspace
+from .trees import Tree, compiled_clone, drop, workspace
 
 _OPEN = """
 import resource, sys, trio
@@ -141,28 +141,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv if argv is not None else [])
     space = workspace() if args.old else None
     try:
-        old = None if space is None else _old_tree(args.old, space)
+        old = None if space is None else compiled_clone(args.old, space)
         _measure(args, old)
     finally:
         if space is not None:
             drop(space)
-
-
-def _old_tree(rev: str, space: Path) -> Tree:
-    """A clone of ``rev``, compiled, whose package a child started in it imports."""
-    tree = clone(rev, space)
-    compile_all = [sys.executable, "-m", "compileall", "-q", "trio_agent"]
-    subprocess.run(compile_all, cwd=tree.path, check=True)
-    where = subprocess.run(
-        [sys.executable, "-c", "import trio_agent; print(trio_agent.__file__)"],
-        cwd=tree.path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    if not where.startswith(str(tree.path)):
-        raise SystemExit(f"bench: a child in {tree.path} imports {where.strip()}, not the clone")
-    return tree
 
 
 def _measure(args: argparse.Namespace, old: Tree | None) -> None:

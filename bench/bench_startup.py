@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from .biglog import make_log
-from .trees import Tree, clone, drop, workspace
+from .trees import REPO, compiled_clone, drop, workspace
 
 #: (row, the code ``python -c`` runs, whether it imports this package); each row's layer is
 #: its count less the row above it.
@@ -57,15 +57,6 @@ def instructions(argv: list[str], cwd: Path | None = None) -> int:
     return int(found.group(1))
 
 
-def _old_tree(rev: str, space: Path) -> Tree:
-    """A clone of ``rev``, its bytecode compiled (as ``make bench`` does for this tree)."""
-    tree = clone(rev, space)
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "trio_agent"], cwd=tree.path, check=True
-    )
-    return tree
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench startup")
     parser.add_argument("--old", help="an older tree to run beside (a commit, tag or branch)")
@@ -76,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     space = workspace() if args.old else None
     tmp = Path(tempfile.mkdtemp(prefix="trio-agent-bench-"))
     try:
-        old = None if space is None else _old_tree(args.old, space)
+        old = None if space is None else compiled_clone(args.old, space)
         log = tmp / "session.jsonl"
         _, events = make_log(log, 2)
         py = sys.executable
@@ -90,14 +81,13 @@ def main(argv: list[str] | None = None) -> None:
         rows += [
             (name, [py, "-c", code], ours, i > 0) for i, (name, code, ours) in enumerate(_FLOOR)
         ]
-        here = Path(__file__).resolve().parents[1]
         print(
             "| process | instructions | the layer |" + (f" {old.rev} | new / old |" if old else "")
         )
         print("|---|---|---|" + ("---|---|" if old else ""))
         previous = 0
         for name, command, ours, step in rows:
-            count = instructions(command, cwd=here)
+            count = instructions(command, cwd=REPO)
             layer = f"+{(count - previous) / 1e6:.1f} M" if step else ""
             line = f"| {name} | {count / 1e6:.1f} M | {layer} |"
             if old is not None:

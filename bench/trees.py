@@ -1,5 +1,5 @@
 """Fresh clones of this repository at given revisions, for the benches that run two trees
-side by side (``suite``, ``conform``).
+side by side (``suite``, ``conform``, ``coldopen``, ``startup``).
 
 A clone is what CI starts from: committed files only (no ``.venv``, no bytecode, no caches),
 in a temporary directory that other users may read (the tests' PostgreSQL server runs as its
@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -77,6 +78,25 @@ def clone(rev: str, parent: Path) -> Tree:
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(path)], check=True)
     subprocess.run(["git", "-C", str(path), "checkout", "--quiet", commit], check=True)
     return Tree(rev, commit, path)
+
+
+def compiled_clone(rev: str, parent: Path) -> Tree:
+    """A clone (:func:`clone`) with its package compiled to bytecode, as ``make bench`` compiles
+    this tree's, whose package a child started in it imports: a script run with ``-c`` or
+    ``-m`` finds its current directory first on ``sys.path``."""
+    tree = clone(rev, parent)
+    compile_all = [sys.executable, "-m", "compileall", "-q", "trio_agent"]
+    subprocess.run(compile_all, cwd=tree.path, check=True)
+    where = subprocess.run(
+        [sys.executable, "-c", "import trio_agent; print(trio_agent.__file__)"],
+        cwd=tree.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    if not where.startswith(str(tree.path)):
+        raise SystemExit(f"bench: a child in {tree.path} imports {where.strip()}, not the clone")
+    return tree
 
 
 def workspace() -> Path:
