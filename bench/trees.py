@@ -82,8 +82,8 @@ def clone(rev: str, parent: Path) -> Tree:
 
 def compiled_clone(rev: str, parent: Path) -> Tree:
     """A clone (:func:`clone`) with its package compiled to bytecode, as ``make bench`` compiles
-    this tree's, whose package a child started in it imports: a script run with ``-c`` or
-    ``-m`` finds its current directory first on ``sys.path``."""
+    this tree's. A child started in it with ``-c`` or ``-m`` imports the clone's package (its
+    current directory comes first on ``sys.path``); checked once here."""
     tree = clone(rev, parent)
     compile_all = [sys.executable, "-m", "compileall", "-q", "trio_agent"]
     subprocess.run(compile_all, cwd=tree.path, check=True)
