@@ -45,12 +45,15 @@ _FLOOR: list[tuple[str, str, bool]] = [
 
 
 def instructions(argv: list[str], cwd: Path | None = None) -> int:
-    """The instructions ``argv`` executes, counted by callgrind (its output discarded)."""
+    """The instructions ``argv`` executes, counted by callgrind (its output discarded); a
+    command that fails has no count worth printing, and stops the bench."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
     done = subprocess.run(
         command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
+    if done.returncode != 0:
+        raise SystemExit(f"bench startup: {argv} exited {done.returncode}: {done.stderr[-300:]}")
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise SystemExit(f"bench startup: no count from valgrind for {argv}: {done.stderr[-300:]}")
