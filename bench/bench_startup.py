@@ -27,20 +27,28 @@ from pathlib import Path
 from .biglog import make_log
 from .trees import REPO, compiled_clone, drop, workspace
 
-#: (row, the code ``python -c`` runs, whether it imports this package); each row's layer is
-#: its count less the row above it.
-_LAYERS: list[tuple[str, str, bool]] = [
-    ("python, site", "pass", False),
-    ("+ attrs", "import attrs", False),
-    ("+ orjson", "import attrs, orjson", False),
-    ("+ msgspec", "import attrs, orjson, msgspec", False),
-    ("+ trio_agent.log", "import trio_agent.log", True),
-    ("+ trio_agent.cli", "import trio_agent.cli", True),
-    ("+ the parser built", "import trio_agent.cli.parser as p; p.build_parser()", True),
-]
-_FLOOR: list[tuple[str, str, bool]] = [
-    ("trio", "import trio", False),
-    ("trio + the store", "import trio, trio_agent.store", True),
+#: Stands for the short log's path in an argument list below.
+_LOG = "{log}"
+
+#: (row, the arguments after ``python``, whether it imports this package, whether its layer
+#: is its count less the row above it); ``{events}`` in a row is the short log's count.
+_ROWS: list[tuple[str, list[str], bool, bool]] = [
+    ("python, site", ["-c", "pass"], False, False),
+    ("+ attrs", ["-c", "import attrs"], False, True),
+    ("+ orjson", ["-c", "import attrs, orjson"], False, True),
+    ("+ msgspec", ["-c", "import attrs, orjson, msgspec"], False, True),
+    ("+ trio_agent.log", ["-c", "import trio_agent.log"], True, True),
+    ("+ trio_agent.cli", ["-c", "import trio_agent.cli"], True, True),
+    (
+        "+ the parser built",
+        ["-c", "import trio_agent.cli.parser as p; p.build_parser()"],
+        True,
+        True,
+    ),
+    ("`check` of a {events}-event log", ["-m", "trio_agent", "check", _LOG], True, True),
+    ("`--version`", ["-m", "trio_agent", "--version"], True, False),
+    ("trio", ["-c", "import trio"], False, False),
+    ("trio + the store", ["-c", "import trio, trio_agent.store"], True, True),
 ]
 
 
@@ -73,26 +81,16 @@ def main(argv: list[str] | None = None) -> None:
         old = None if space is None else compiled_clone(args.old, space)
         log = tmp / "session.jsonl"
         _, events = make_log(log, 2)
-        py = sys.executable
-        check = f"`check` of a {events}-event log"
-        # (row, argv, whether it imports this package, whether it adds to the row above)
-        rows = [
-            (name, [py, "-c", code], ours, i > 0) for i, (name, code, ours) in enumerate(_LAYERS)
-        ]
-        rows.append((check, [py, "-m", "trio_agent", "check", str(log)], True, True))
-        rows.append(("`--version`", [py, "-m", "trio_agent", "--version"], True, False))
-        rows += [
-            (name, [py, "-c", code], ours, i > 0) for i, (name, code, ours) in enumerate(_FLOOR)
-        ]
         print(
             "| process | instructions | the layer |" + (f" {old.rev} | new / old |" if old else "")
         )
         print("|---|---|---|" + ("---|---|" if old else ""))
         previous = 0
-        for name, command, ours, step in rows:
+        for name, args_after, ours, step in _ROWS:
+            command = [sys.executable, *(str(log) if a == _LOG else a for a in args_after)]
             count = instructions(command, cwd=REPO)
             layer = f"+{(count - previous) / 1e6:.1f} M" if step else ""
-            line = f"| {name} | {count / 1e6:.1f} M | {layer} |"
+            line = f"| {name.format(events=events)} | {count / 1e6:.1f} M | {layer} |"
             if old is not None:
                 if ours:
                     before = instructions(command, cwd=old.path)
