@@ -172,14 +172,37 @@ def test_a_glob_given_to_a_one_file_command_is_not_echoed_whole() -> None:
     arguments, not all of them (it once repeated every path on its one line)."""
     paths = [f"sessions/s{n:04}/session.jsonl" for n in range(600)]
     line = one_line(cli("show", *paths), 2)
-    assert line.startswith(f"trio-agent: unrecognized arguments: {paths[1]} {paths[2]} "), line
-    assert line.endswith(" ... (see `trio-agent --help`)"), line
+    assert line.startswith(f"trio-agent show: unrecognized arguments: {paths[1]} {paths[2]} ")
+    assert line.endswith(" ... (see `trio-agent show --help`)"), line
     assert len(line) < 300, line
     few = one_line(cli("show", *paths[:3]), 2)  # a short list is still given whole
-    assert (
-        few
-        == f"trio-agent: unrecognized arguments: {paths[1]} {paths[2]} (see `trio-agent --help`)"
+    assert few == (
+        f"trio-agent show: unrecognized arguments: {paths[1]} {paths[2]}"
+        " (see `trio-agent show --help`)"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "where", "extras"),
+    [
+        (("sessions", "sessions"), "trio-agent sessions", "sessions"),
+        (("check", "--frob", "log.jsonl"), "trio-agent check", "--frob"),
+        (("run", "--root", "r", "extra"), "trio-agent run", "extra"),
+        (("conform", "--frob", "--", "true"), "trio-agent conform", "--frob"),
+        (("harness", "--frob", "--", "true"), "trio-agent harness", "--frob"),
+        (("serve", "extra"), "trio-agent serve", "extra"),
+        (("--frob",), "trio-agent", "--frob"),  # no command: the top parser's own
+    ],
+)
+def test_an_argument_no_option_takes_is_the_command_s_usage_error(
+    argv: tuple[str, ...], where: str, extras: str
+) -> None:
+    """``trio-agent sessions sessions``: the line names the command and points at its own
+    help (which says the directory is ``--root``), as every other usage error does
+    (spec/cli.md §Exit codes); argparse words it as the top parser's, ``trio-agent:``,
+    pointing at ``trio-agent --help``."""
+    line = one_line(cli(*argv), 2)
+    assert line == f"{where}: unrecognized arguments: {extras} (see `{where} --help`)"
 
 
 # -- broken pipe --------------------------------------------------------------------------

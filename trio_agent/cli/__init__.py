@@ -78,7 +78,7 @@ def main(
     err = err or sys.stderr
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_command_line(argv)
         if args.command is None:
             parser.print_usage(err)
             print(

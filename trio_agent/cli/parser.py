@@ -8,6 +8,8 @@ no store, no cattrs): tests/cli/test_cli_json.py holds them to that.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, NoReturn
 
 from ..log import REAP_KINDS
@@ -41,7 +43,24 @@ Problems are one line on stderr, never a traceback (spec/cli.md).
 _EXTRAS_SHOWN = 200
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with its usage errors worded as spec/cli.md §Exit codes words them:
+    one line, ``trio-agent COMMAND: <what> (see `trio-agent COMMAND --help`)``, exit 2."""
+
+    #: The commands' own parsers by name (the top parser's; :func:`build_parser` sets it).
+    commands: Mapping[str, argparse.ArgumentParser] = MappingProxyType({})
+
+    def parse_command_line(self, argv: Sequence[str] | None) -> argparse.Namespace:
+        """``parse_args``, except that an argument no option took is a usage error of the
+        command it was given to: argparse reports it from the top parser, which would name
+        no command and point at ``trio-agent --help`` (``trio-agent sessions k``, where
+        ``sessions --help`` says that the directory is ``--root``)."""
+        args, extras = self.parse_known_args(argv)
+        if extras:
+            owner = self.commands.get(getattr(args, "command", None) or "", self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
+
     def error(self, message: str) -> NoReturn:
         # argparse's own usage errors: one line, exit 2 (same as unreadable input).
         head = "unrecognized arguments: "
@@ -108,18 +127,19 @@ def _reaped_pair(value: str) -> tuple[str, str]:
     return call_id, kind
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     from .. import __version__
 
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="trio-agent", description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
+    parser = Parser(prog="trio-agent", description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
     parser.add_argument(
         "--version",
         action="version",
         version=f"trio-agent {__version__}",
         help="print the version and exit",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    parser.commands = sub.choices
 
     def add(name: str, help: str, description: str | None = None) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = sub.add_parser(
