@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +152,50 @@ def test_a_session_id_longer_than_the_stores_take(tmp_path: Path) -> None:
     assert line == (
         "trio-agent run: argument --session: a session id is at most 4096 bytes of UTF-8, "
         "not 4098 (see `trio-agent run --help`)"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ("--model-name", "m"),
+        ("--api", "anthropic"),
+        ("--api-key-env", "KEY"),
+        ("--tool-choice", "none"),
+    ],
+)
+def test_a_chat_option_without_model_is_a_usage_error(
+    tmp_path: Path, option: tuple[str, str]
+) -> None:
+    """``run --api anthropic`` is not a chat: the embedded model would run and ignore it."""
+    line = one_line(run(tmp_path / "root", *option), 2)
+    assert line == (
+        f"trio-agent run: {option[0]} needs --model URL (the embedded bash-echo model takes "
+        "none) (see `trio-agent run --help`)"
+    )
+    assert list(tmp_path.iterdir()) == []  # refused before the store was made
+
+
+def test_both_root_and_store_is_refused_before_any_request(tmp_path: Path) -> None:
+    """The usage error comes first: no model server is asked (here none listens), no
+    directory is made."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # bound and not listening: a connection is refused
+        line = one_line(
+            run(
+                tmp_path / "a",
+                "--store",
+                str(tmp_path / "b"),
+                "--model",
+                f"http://127.0.0.1:{port}/v1",
+            ),
+            2,
+        )
+    assert line == (
+        "trio-agent run: give either --root DIR or --store STORE, not both "
+        "(see `trio-agent run --help`)"
     )
     assert list(tmp_path.iterdir()) == []
 

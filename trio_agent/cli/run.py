@@ -25,7 +25,7 @@ import stat
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import attrs
 import trio
@@ -59,7 +59,7 @@ from ..store import (
 from ..tools.subprocess_tool import BashTool
 from .dsn import is_dsn, redact
 from .errors import INTERRUPTED, REFUSED, UNREADABLE, CliError, plural
-from .inputs import store_where
+from .inputs import store_where, usage_error
 from .repair_write import REAPED_NOTES, cannot_write, session_errors
 
 if TYPE_CHECKING:
@@ -491,15 +491,33 @@ def _hooks(args: argparse.Namespace) -> Hooks | None:
     return _SystemPrompt() if getattr(args, "model", None) is not None else None
 
 
+#: The options of a chat with a model server (``--model``), by their ``args`` names.
+_CHAT_OPTIONS: Final = {
+    "model_name": "--model-name",
+    "api": "--api",
+    "api_key_env": "--api-key-env",
+    "tool_choice": "--tool-choice",
+}
+
+
+def _check_usage(args: argparse.Namespace) -> None:
+    """The usage errors argparse cannot see, before any request or file (spec/cli.md
+    §Sessions in a database, §`trio-agent run`): both ``--root`` and ``--store``; an option
+    of the chat without ``--model``, which the embedded model would silently ignore
+    (``run --api anthropic`` is not a chat)."""
+    if args.store is not None and args.root is not None:
+        raise usage_error("run", "give either --root DIR or --store STORE, not both")
+    if args.model is None:
+        for name, flag in _CHAT_OPTIONS.items():
+            if getattr(args, name) is not None:
+                raise usage_error(
+                    "run", f"{flag} needs --model URL (the embedded bash-echo model takes none)"
+                )
+
+
 def _make_store(args: argparse.Namespace) -> JsonlStore | PostgresStore:
     """``--store DSN``: the database store; else the JSONL store at ``--root`` (or at a
     ``--store`` that is a directory), made usable first."""
-    if args.store is not None and args.root is not None:
-        raise CliError(
-            "trio-agent run: give either --root DIR or --store STORE, not both "
-            "(see `trio-agent run --help`)",
-            UNREADABLE,
-        )
     if args.store is not None and is_dsn(args.store):
         from ..store import PostgresStore
 
@@ -519,7 +537,8 @@ async def _enter(stack: contextlib.AsyncExitStack, store: JsonlStore | PostgresS
 
 
 async def run_interactive(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    connected = await connect(args) if getattr(args, "model", None) is not None else None
+    _check_usage(args)
+    connected = await connect(args) if args.model is not None else None
     store = _make_store(args)
     with stop_receiver() as interrupts:
         async with contextlib.AsyncExitStack() as stack:
