@@ -94,6 +94,32 @@ def test_sessions_lists_live_cold_crashed_and_corrupt(tmp_path: Path) -> None:
     assert " ".join(by_id["broken"][1:]) == f"- - - corrupt (trio-agent check {corrupt})"
 
 
+def test_sessions_lists_a_log_the_store_does_not_as_what_run_would_find(tmp_path: Path) -> None:
+    """A session directory whose log has a header that cannot be read, or one naming another
+    session (a directory copied or renamed), is not a session the store lists; ``sessions``
+    once passed both over ("no sessions here") while ``run --session ID`` refused them. A
+    directory no id escapes to is still no session's."""
+    write(tmp_path, "kept", b"")
+    copied = JsonlStore(tmp_path).path_of("copy")
+    copied.parent.mkdir()
+    copied.write_bytes(encode_header(Header("kept", 0)))
+    garbled = JsonlStore(tmp_path).path_of("garbled")
+    garbled.parent.mkdir()
+    garbled.write_bytes(b"garbage\n")
+    (tmp_path / "Not.An.Id").mkdir()  # upper case and dots: no id's directory
+    (tmp_path / "Not.An.Id" / "session.jsonl").write_bytes(encode_header(Header("kept", 0)))
+    proc = cli("sessions", "--root", str(tmp_path))
+    assert (proc.returncode, proc.stderr) == (0, "")
+    rows = {line.split()[0]: " ".join(line.split()[1:]) for line in proc.stdout.splitlines()[1:]}
+    assert sorted(rows) == ["copy", "garbled", "kept"]
+    assert rows["copy"] == "- - - corrupt: the header names session 'kept', not 'copy'"
+    assert rows["garbled"] == f"- - - unreadable (trio-agent check {garbled})"
+    refused = cli("run", "--root", str(tmp_path), "--session", "copy")
+    assert refused.returncode == 1 and "the header names session 'kept', not 'copy'" in (
+        refused.stderr
+    )
+
+
 def test_sessions_shows_an_id_s_control_characters_and_quotes_it_in_a_hint(
     tmp_path: Path,
 ) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from trio_agent.store import escape_id
-from trio_agent.store.ids import MAX_PLAIN
+from trio_agent.store.ids import MAX_PLAIN, unescape_id
 
 #: Every id a store takes (spec/persistence.md §1): no lone surrogate, no NUL.
 ids = st.text(
@@ -70,3 +70,25 @@ def test_empty_id_is_refused() -> None:
 def test_a_nul_is_refused_before_any_name_is_made() -> None:
     with pytest.raises(ValueError, match="NUL"):
         escape_id("a\0b")
+
+
+@given(ids)
+def test_unescape_gives_back_every_id_kept_whole(session_id: str) -> None:
+    name = escape_id(session_id)
+    assert unescape_id(name) == (None if "~" in name else session_id)
+
+
+@given(st.text(max_size=30))
+def test_unescape_takes_only_the_names_escape_gives(name: str) -> None:
+    session_id = unescape_id(name)
+    assert session_id is None or escape_id(session_id) == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "A", "a.b", "%2e", "%2", "%G0", "%FF", "%00", "%C3", "x~" + "0" * 64, "é"],
+)
+def test_unescape_refuses_what_no_id_escapes_to(name: str) -> None:
+    """Upper-case or punctuation kept, lower-case hex, a cut escape, bytes that are not
+    UTF-8, a NUL, a hashed (cut) name."""
+    assert unescape_id(name) is None

@@ -5,17 +5,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import shlex
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from ..files import directory_problem
 from ..log.render import visible
+from ..store.ids import unescape_id
 from .dsn import is_dsn, redact
 from .errors import BROKEN, OK, UNREADABLE, CliError
 from .inputs import Probe, Reader, open_log, scan_live, store_where, stored_input, usage_error
+
+if TYPE_CHECKING:
+    from ..store import JsonlStore
 
 
 def _when(ms: int) -> str:
@@ -39,6 +45,9 @@ def _session_row(
         else:
             check = f"--store {shlex.quote(store)} --session {shlex.quote(session_id)}"
         return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
+    if store is None and scan.header.id != session_id:  # in another session's directory
+        named = f"{scan.header.id!r}, not {session_id!r}"
+        return [session_id, "-", "-", "-", f"corrupt: the header names session {named}"]
     last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
     run = "" if store is None else f"--store {shlex.quote(store)} "
@@ -119,6 +128,7 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ids = trio.run(store.session_ids)
     except OSError as exc:  # the directory itself cannot be listed (no read permission)
         raise CliError(f"{root}: cannot read: {exc.strerror or exc}", UNREADABLE) from None
+    ids = sorted([*ids, *_unlisted(store, ids)])
     if not ids:
         print(f"{visible(str(root))}: note: no sessions here", file=err)
         return OK
@@ -128,6 +138,29 @@ def cmd_sessions(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         found.append(_session_row(sid, path, functools.partial(open_log, path)))
     _print_table(found, out)
     return OK
+
+
+def _unlisted(store: JsonlStore, listed: list[str]) -> list[str]:
+    """The ids whose directory under the root holds a log (a regular file) that the store
+    does not list (spec/persistence.md §1): its header cannot be read, or names another
+    session (a directory copied or renamed). ``sessions`` shows them as unreadable or
+    corrupt, as ``run --session ID`` would find them, instead of passing them over."""
+    known = set(listed)
+    unlisted = []
+    try:
+        entries = list(os.scandir(store.root))
+    except OSError:  # gone or unreadable since the store listed it: nothing more to show
+        return []
+    for entry in entries:
+        session_id = unescape_id(entry.name)
+        if session_id is None or session_id in known:
+            continue
+        try:
+            if stat.S_ISREG(os.lstat(store.path_of(session_id)).st_mode):
+                unlisted.append(session_id)
+        except OSError:  # no log there (or not a directory): not a session
+            continue
+    return unlisted
 
 
 #: The widest the ID column grows: a longer id (one may take 4,096 bytes) overflows its cell

@@ -1,4 +1,5 @@
-"""Session id → directory name: injective, and no id can name a path outside the root.
+"""Session id → directory name: injective, and no id can name a path outside the root; and
+back (:func:`unescape_id`), for a name kept whole.
 
 Kept as is: ``a-z``, ``0-9``, ``-`` and ``_``. Every other UTF-8 byte becomes ``%XX`` (two
 upper-case hex digits), upper-case letters and ``%`` included, so a name is one path component
@@ -60,3 +61,30 @@ def escape_id(session_id: str) -> str:
         return name
     digest = hashlib.sha256(raw).hexdigest()
     return f"{name[:_PREFIX].rstrip('%0123456789ABCDEF') or 'x'}~{digest}"
+
+
+def unescape_id(name: str) -> str | None:
+    """The session id whose directory name is ``name``, or ``None`` when no id's is: a name
+    :func:`escape_id` cannot give (a byte kept that it escapes, a lower-case hex digit, an
+    escape of bytes that are not UTF-8), or one cut and hashed (``~``), which names its id
+    only through the log's header."""
+    raw = bytearray()
+    i = 0
+    while i < len(name):
+        char = name[i]
+        if char == "%":
+            digits = name[i + 1 : i + 3]
+            if len(digits) != 2 or digits.strip("0123456789ABCDEF"):
+                return None
+            raw.append(int(digits, 16))
+            i += 3
+        elif char.isascii() and ord(char) in _SAFE:
+            raw.append(ord(char))
+            i += 1
+        else:
+            return None
+    try:
+        session_id = raw.decode("utf-8")
+        return session_id if escape_id(session_id) == name else None
+    except ValueError:  # not UTF-8, or not an id (empty, a NUL, too long)
+        return None
