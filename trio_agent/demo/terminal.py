@@ -709,10 +709,15 @@ def run_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     keep: Path | None = None
     if getattr(args, "keep", None) is not None:
         keep = Path(args.keep).resolve()
+        why: str | None = None
         try:
             keep.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file (or a link to one) where the root belongs
+            why = "is not a directory"
         except OSError as exc:
-            print(f"trio-agent demo: --keep {args.keep}: {exc.strerror or exc}", file=err)
+            why = exc.strerror or str(exc)
+        if why is not None:
+            print(f"trio-agent demo: --keep {args.keep}: {why}", file=err)
             return 2
     try:
         pace_from_env()
