@@ -344,8 +344,15 @@ def test_serve_on_a_port_in_use() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         line = one_line(cli("serve", "--port", str(port)), 2)
-    assert line.startswith(f"trio-agent serve: cannot listen on 127.0.0.1:{port}: ")
-    assert "in use" in line
+    assert line == f"trio-agent serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_serve_on_an_address_not_here() -> None:
+    """An address no interface here has (numeric: no name is looked up), IPv6 in brackets as
+    in a URL: the system's words, without Python's ``[Errno 99]`` before them."""
+    line = one_line(cli("serve", "--host", "2001:db8::1", "--port", "0"), 2)
+    assert line.startswith("trio-agent serve: cannot listen on [2001:db8::1]:0: "), line
+    assert "Errno" not in line
 
 
 # -- help ---------------------------------------------------------------------------------

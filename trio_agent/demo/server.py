@@ -700,8 +700,10 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         trio.run(main)
-    except OSError as exc:
-        print(f"trio-agent serve: cannot listen on {args.host}:{args.port}: {exc}", file=err)
+    except OSError as exc:  # the system's words, not Python's "[Errno 98]" before them
+        where = f"[{args.host}]" if ":" in args.host else args.host
+        why = exc.strerror or str(exc)
+        print(f"trio-agent serve: cannot listen on {where}:{args.port}: {why}", file=err)
         return 2
     return 0
 
