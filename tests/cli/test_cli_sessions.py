@@ -120,6 +120,26 @@ def test_sessions_lists_a_log_the_store_does_not_as_what_run_would_find(tmp_path
     )
 
 
+@pytest.mark.parametrize("command", [("check",), ("show",), ("repair",), ("repair", "--write")])
+def test_a_session_read_from_a_store_directory_is_the_one_its_header_names(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """``--store DIR --session copy`` reads ``copy/session.jsonl``; a log there whose header
+    names another session is corrupt (exit 1), as the store's cold open finds it and
+    ``sessions`` lists it, and is left as it was. As a bare ``FILE`` it is valid (a file has
+    no expected id): once ``check --store`` said ``ok`` and ``repair --write`` repaired it."""
+    log = JsonlStore(tmp_path).path_of("copy")
+    log.parent.mkdir()
+    opened = b'{"seq":0,"time":1,"type":"turn/start","data":{"turn":1}}\n'  # crashed mid-turn
+    log.write_bytes(encode_header(Header("kept", 0)) + opened)
+    before = log.read_bytes()
+    done = cli(*command, "--store", str(tmp_path), "--session", "copy")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"{log}:1: the header names session 'kept', not 'copy'\n"
+    assert log.read_bytes() == before
+    assert cli("check", str(log)).returncode == 0  # the same file, as a file
+
+
 def test_sessions_shows_an_id_s_control_characters_and_quotes_it_in_a_hint(
     tmp_path: Path,
 ) -> None:

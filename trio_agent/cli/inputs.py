@@ -35,6 +35,7 @@ from ..log import (
     LogViolation,
     UnreadableLineError,
     decode_event,
+    decode_header,
     scan_lines,
 )
 from ..log.lines import event_of_line
@@ -183,7 +184,32 @@ def _store_input(command: str, store: str, session_id: str) -> tuple[str, Reader
     from ..store.ids import escape_id
 
     path = str(root / escape_id(session_id) / LOG_NAME)
-    return path, functools.partial(open_log, path)
+    return path, functools.partial(_open_session_log, path, session_id)
+
+
+#: The longest header line read to compare its id (an id is at most 4096 bytes of UTF-8, each
+#: at most six bytes as a JSON escape); a longer first line is left to the scan, which words
+#: what is wrong with it.
+_HEADER_READ = 64 * 1024
+
+
+@contextlib.contextmanager
+def _open_session_log(path: str, session_id: str) -> Iterator[tuple[BinaryIO, Probe]]:
+    """:func:`open_log` of session ``session_id``'s log in a store directory, whose header
+    must name that session, as the store's cold open requires (spec/persistence.md §5): a
+    log copied or renamed into another session's directory is corrupt there (exit 1), as
+    ``run --session ID`` finds it, however valid it is as a file."""
+    with open_log(path) as (f, probe):
+        first = f.readline(_HEADER_READ)
+        f.seek(0)
+        try:
+            named = decode_header(first.removesuffix(b"\n")).id
+        except HeaderError:  # the scan says what is wrong with it
+            named = session_id
+        if named != session_id:
+            what = f"the header names session {named!r}, not {session_id!r}"
+            raise CliError(f"{path}:1: {what}", BROKEN, line=1, what=what)
+        yield f, probe
 
 
 def inputs_of(args: argparse.Namespace, files: list[str]) -> list[tuple[str, Reader]]:
