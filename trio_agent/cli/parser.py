@@ -44,8 +44,8 @@ _EXTRAS_SHOWN = 200
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, with its usage errors worded as spec/cli.md §Exit codes words them:
-    one line, ``trio-agent COMMAND: <what> (see `trio-agent COMMAND --help`)``, exit 2."""
+    """argparse's parser, its usage errors worded as spec/cli.md §trio-agent's own codes words
+    them: one line, ``trio-agent COMMAND: <what> (see `trio-agent COMMAND --help`)``, exit 2."""
 
     #: The commands' own parsers by name (the top parser's; :func:`build_parser` sets it).
     commands: Mapping[str, argparse.ArgumentParser] = MappingProxyType({})
@@ -57,7 +57,7 @@ class Parser(argparse.ArgumentParser):
         ``sessions --help`` says that the directory is ``--root``)."""
         args, extras = self.parse_known_args(argv)
         if extras:
-            owner = self.commands.get(getattr(args, "command", None) or "", self)
+            owner = self.commands.get(args.command or "", self)
             owner.error(f"unrecognized arguments: {' '.join(extras)}")
         return args
 

@@ -502,9 +502,9 @@ _CHAT_OPTIONS: Final = {
 
 def _check_usage(args: argparse.Namespace) -> None:
     """The usage errors argparse cannot see, before any request or file (spec/cli.md
-    §Sessions in a database, §`trio-agent run`): both ``--root`` and ``--store``; an option
-    of the chat without ``--model``, which the embedded model would silently ignore
-    (``run --api anthropic`` is not a chat)."""
+    §Sessions in a database, §`trio-agent run`'s screen): both ``--root`` and ``--store``;
+    an option of the chat without ``--model``, which the embedded model would silently
+    ignore (``run --api anthropic`` is not a chat)."""
     if args.store is not None and args.root is not None:
         raise usage_error("run", "give either --root DIR or --store STORE, not both")
     if args.model is None:
