@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 import psycopg
 import pytest
+import trio
+from support.polling import HANG_GUARD
 from support.store.cluster import Cluster
 from support.store.pg import TURN, Child, close_turn, rows, wait_lease_lapsed
 
@@ -25,6 +28,7 @@ from trio_agent.store import (
     SessionFenced,
     SessionLocked,
     WriteFailed,
+    postgres,
 )
 
 # -- leases and fencing (database only) ---------------------------------------------------------
@@ -118,6 +122,41 @@ async def test_paused_writer_is_fenced(pg_dsn: str) -> None:
             assert await store.lease_of("s1") == ("new", 2, True)
     finally:
         zombie.kill()
+
+
+async def test_a_renewal_that_runs_after_the_close_renews_nothing(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease renewal already handed to its thread when the session closes, run after the
+    close released the lease: it once opened a fresh connection (never closed: psycopg's
+    ResourceWarning, failing whatever test the garbage collector met it in) and extended the
+    released lease, so the closed session stayed locked for a lease period."""
+    entered, go = threading.Event(), threading.Event()
+    renew = postgres.PgWriter.renew_blocking
+
+    def late_renewal(writer: postgres.PgWriter, lease: float) -> None:
+        entered.set()
+        go.wait()  # until the close below has released the lease and closed the connection
+        renew(writer, lease)
+
+    monkeypatch.setattr(postgres.PgWriter, "renew_blocking", late_renewal)
+    async with PostgresStore(pg_dsn, lease=0.3, owner="me", reap_orphans=None) as store:
+        s = await store.create("s1")
+        assert await trio.to_thread.run_sync(entered.wait, HANG_GUARD), "no renewal began"
+        await s.aclose()
+        assert await store.lease_of("s1") == (None, 1, False)
+        go.set()
+    # Leaving the store waited for its renewal task, whose thread has run by now.
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        lease = conn.execute(
+            "SELECT owner, expires FROM trio_agent_session WHERE session_id = 's1'"
+        ).fetchone()
+        others = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert lease == (None, None)  # released, and not renewed after
+    assert others == (0,)  # no connection left open
 
 
 async def test_fenced_in_process(pg_dsn: str) -> None:

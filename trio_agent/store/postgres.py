@@ -153,15 +153,21 @@ def _unavailable(exc: BaseException) -> ConnectionError:
     return ConnectionError(f"database: {text[0] if text else type(exc).__name__}")
 
 
+class _Retired(ConnectionError):
+    """The session's connection was closed for good: its session has closed."""
+
+
 class _Conn:
-    """One psycopg connection, reconnected on demand, used by one thread at a time."""
+    """One psycopg connection, reconnected on demand, used by one thread at a time, until its
+    session's last transaction (:meth:`last_transaction`) closes it for good."""
 
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._conn: psycopg.Connection[Any] | None = None
         self.lock = threading.Lock()
+        self._retired = False
 
-    def get(self) -> psycopg.Connection[Any]:
+    def _open(self) -> psycopg.Connection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             if conn is not None:
@@ -173,16 +179,46 @@ class _Conn:
         return conn
 
     @contextlib.contextmanager
+    def _locked_transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A transaction, the lock held; database failures become ``ConnectionError``."""
+        try:
+            conn = self._open()
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            self.close_now()
+            raise _unavailable(exc) from exc
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A transaction on this connection; database failures become ``ConnectionError``."""
+        """A transaction on this connection; database failures become ``ConnectionError``,
+        and one begun after the last transaction is :class:`_Retired`."""
         with self.lock:
+            if self._retired:
+                raise _Retired("the session is closed")
+            with self._locked_transaction() as cur:
+                yield cur
+
+    @contextlib.contextmanager
+    def last_transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+        """The session's last transaction (giving its lease up), after which the connection
+        is closed for good. No other begins once it has: each raises :class:`_Retired`
+        rather than connecting again. A renewal handed to its thread before the session
+        closed, and run after, would otherwise extend the lease just given up, on a
+        connection nobody closes."""
+        with self.lock:
+            self._retired = True
             try:
-                conn = self.get()
-                with conn.transaction(), conn.cursor() as cur:
+                with self._locked_transaction() as cur:
                     yield cur
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            finally:
                 self.close_now()
-                raise _unavailable(exc) from exc
+
+    def retire(self) -> None:
+        """Close for good without a last transaction (a session fenced: no lease to give)."""
+        with self.lock:
+            self._retired = True
+            self.close_now()
 
     def close_now(self) -> None:
         conn, self._conn = self._conn, None
@@ -379,20 +415,20 @@ class PgWriter(Writer):
         """Nothing to close synchronously: :meth:`aclose` releases the lease in a thread."""
 
     def _release_lease(self) -> None:
-        """Give the lease up (the session is cold at once), unless it was lost; close."""
+        """Give the lease up (the session is cold at once), unless it was lost; close the
+        connection for good either way (a renewal still on its way then renews nothing)."""
+        if self.fenced is not None:
+            self._conn.retire()
+            return
         try:
-            if self.fenced is None:
-                with self._conn.transaction() as cur:
-                    cur.execute(
-                        "UPDATE trio_agent_session SET owner = NULL, expires = NULL "
-                        "WHERE session_id = %s AND token = %s",
-                        (self._id, self._token),
-                    )
+            with self._conn.last_transaction() as cur:
+                cur.execute(
+                    "UPDATE trio_agent_session SET owner = NULL, expires = NULL "
+                    "WHERE session_id = %s AND token = %s",
+                    (self._id, self._token),
+                )
         except OSError as exc:  # the lease then simply expires
             _log.warning("session %r: releasing the lease failed (%s)", self._id, exc)
-        finally:
-            with self._conn.lock:
-                self._conn.close_now()
 
     def renew_blocking(self, lease: float) -> None:
         """Extend the lease to ``lease`` seconds from now (database clock), if still ours."""
@@ -724,6 +760,8 @@ class PostgresStore(StoreLifecycle):
                 await trio.sleep(interval)
                 try:
                     await trio.to_thread.run_sync(writer.renew_blocking, self.lease)
+                except _Retired:  # the session closed while this renewal waited for its thread
+                    return
                 except _Fenced as exc:
                     writer.fence(exc.error)
                 except OSError as exc:
