@@ -24,6 +24,7 @@ __all__ = [
     "holder_pid",
     "not_a_log",
     "not_a_session_directory",
+    "other_session",
     "read_pid",
     "shared_lock_free",
 ]
@@ -77,6 +78,13 @@ def not_a_log(path: str | os.PathLike[str], kind: str) -> str:
     session's log is a regular file)``; a link is named a link and nothing more."""
     what = kind if kind == "is a symbolic link" else f"{kind}, not a log file"
     return f"{os.fspath(path)}: {what} (a session's log is a regular file)"
+
+
+def other_session(named: str, expected: str) -> str:
+    """The problem of a log in session ``expected``'s directory whose header names ``named``
+    (a directory copied or renamed): the store's cold open (spec/persistence.md §5), the
+    file commands' ``--store DIR --session ID`` and ``sessions`` word it alike."""
+    return f"the header names session {named!r}, not {expected!r}"
 
 
 def not_a_session_directory(path: str | os.PathLike[str], kind: str) -> str:

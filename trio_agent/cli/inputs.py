@@ -26,6 +26,7 @@ from ..files import (
     file_kind,
     holder_pid,
     not_a_log,
+    other_session,
     shared_lock_free,
 )
 from ..log import (
@@ -207,7 +208,7 @@ def _open_session_log(path: str, session_id: str) -> Iterator[tuple[BinaryIO, Pr
         except HeaderError:  # the scan says what is wrong with it
             named = session_id
         if named != session_id:
-            what = f"the header names session {named!r}, not {session_id!r}"
+            what = other_session(named, session_id)
             raise CliError(f"{path}:1: {what}", BROKEN, line=1, what=what)
         yield f, probe
 

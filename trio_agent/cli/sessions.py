@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from ..files import directory_problem
+from ..files import directory_problem, other_session
 from ..log.render import visible
 from ..store.ids import unescape_id
 from .dsn import is_dsn, redact
@@ -46,8 +46,7 @@ def _session_row(
             check = f"--store {shlex.quote(store)} --session {shlex.quote(session_id)}"
         return [session_id, "-", "-", "-", f"{what} (trio-agent check {check})"]
     if store is None and scan.header.id != session_id:  # in another session's directory
-        named = f"{scan.header.id!r}, not {session_id!r}"
-        return [session_id, "-", "-", "-", f"corrupt: the header names session {named}"]
+        return [session_id, "-", "-", "-", f"corrupt: {other_session(scan.header.id, session_id)}"]
     last = scan.last_time if scan.count else scan.header.created_at
     turn = scan.checker.open_turn
     run = "" if store is None else f"--store {shlex.quote(store)} "

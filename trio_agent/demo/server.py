@@ -667,6 +667,7 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except DemoError as exc:
         print(f"trio-agent serve: {exc}", file=err)
         return 2
+    shown = f"[{args.host}]" if ":" in args.host else args.host  # as a URL writes the host
 
     async def main() -> None:
         # SIGINT, SIGTERM and SIGHUP cancel everything in order: each client's run is torn
@@ -688,7 +689,6 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         err=err,
                     )
                 )
-                shown = f"[{args.host}]" if ":" in args.host else args.host
                 print(f"trio-agent demo: http://{shown}:{port}/  (Ctrl+C to stop)", file=out)
                 out.flush()
                 if not _is_loopback(args.host):
@@ -701,9 +701,8 @@ def run_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         trio.run(main)
     except OSError as exc:  # the system's words, not Python's "[Errno 98]" before them
-        where = f"[{args.host}]" if ":" in args.host else args.host
         why = exc.strerror or str(exc)
-        print(f"trio-agent serve: cannot listen on {where}:{args.port}: {why}", file=err)
+        print(f"trio-agent serve: cannot listen on {shown}:{args.port}: {why}", file=err)
         return 2
     return 0
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ..files import other_session
 from ..log import checkpoint as ck
 from ..log.checker import LogChecker
 from ..log.codec import encode_event, event_to_json
@@ -138,9 +139,7 @@ def cold_scan_lines(
     except LogViolation as exc:
         raise SessionCorrupt(path, exc.line, exc.seq, exc.rule, exc.message) from None
     if expect_id is not None and core.header.id != expect_id:
-        raise SessionCorrupt(
-            path, 1, None, None, f"the header names session {core.header.id!r}, not {expect_id!r}"
-        )
+        raise SessionCorrupt(path, 1, None, None, other_session(core.header.id, expect_id))
     tail = core.tail
     return ColdScan(
         header=core.header,
