@@ -199,8 +199,8 @@ def test_an_argument_no_option_takes_is_the_command_s_usage_error(
 ) -> None:
     """``trio-agent sessions sessions``: the line names the command and points at its own
     help (which says the directory is ``--root``), as every other usage error does
-    (spec/cli.md §trio-agent's own codes); argparse words it as the top parser's, ``trio-agent:``,
-    pointing at ``trio-agent --help``."""
+    (spec/cli.md §trio-agent's own codes); argparse words it as the top parser's,
+    ``trio-agent:``, pointing at ``trio-agent --help``."""
     line = one_line(cli(*argv), 2)
     assert line == f"{where}: unrecognized arguments: {extras} (see `{where} --help`)"
 
