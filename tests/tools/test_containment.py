@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from support.polling import until
 from support.proc import alive, in_namespace, namespace_below, tagged
 from support.procenv import REPO, child_env
@@ -36,14 +37,22 @@ from support.tools.testlib import (
     LineReader,
     Recorder,
     as_user,
+    held_bwrap,
     kill_runtime_mid_tool,
+    release,
 )
 
 from trio_agent.log import REAPED_TEXTS, build
 from trio_agent.log.codec import encode_event, encode_header
 from trio_agent.log.events import Event, Header
-from trio_agent.procs.census import MARKER_VAR
-from trio_agent.procs.containment import POLICY_VAR, namespace_refusal
+from trio_agent.procs.census import MARKER_VAR, read_stat, wait_channel
+from trio_agent.procs.containment import (
+    POLICY_VAR,
+    WAIT_CHANNELS,
+    InitBinding,
+    init_binding,
+    namespace_refusal,
+)
 from trio_agent.store import JsonlStore, repair_file
 from trio_agent.tools import BashTool
 from trio_agent.tools.base import ToolCall
@@ -288,6 +297,108 @@ async def test_kill_9_of_the_runtime_ends_the_namespace_and_recovery_says_so(
     result = next(e for e in report.closers if e.type == "tool/result")
     assert result.data["content"].endswith(REAPED_TEXTS["namespace-gone"])
     assert report.reaped == {"c1": "namespace-gone"}
+
+
+# ------------------------------------------------------- the init bound before the command
+
+
+@pytest.mark.parametrize(
+    ("state", "wchan", "seen"),
+    [
+        ("S", "do_wait", "bound"),
+        ("S", "kernel_wait4", "bound"),
+        ("R", "0", "not yet"),  # running: the kernel names no channel
+        ("S", "wait_for_partner", "not yet"),  # opening a FIFO: "wait" in it, not wait(2)
+        ("D", "folio_wait_bit_common", "not yet"),  # a page fault
+        ("S", "0", "unseen"),
+        ("D", "0", "unseen"),
+        ("Z", "0", "gone"),
+        (None, None, "gone"),
+        ("S", None, "gone"),  # exited between the two reads
+    ],
+)
+def test_the_init_is_bound_only_when_seen_in_wait(
+    state: str | None, wchan: str | None, seen: InitBinding
+) -> None:
+    assert init_binding(state, wchan) == seen
+
+
+async def test_a_process_blocked_in_wait_shows_a_wait_channel() -> None:
+    """What :func:`init_binding` relies on, from this kernel: bash waiting for its child
+    sleeps in a channel of :data:`WAIT_CHANNELS`, and a reaped process shows none."""
+    proc = subprocess.Popen(["bash", "-c", "sleep 1000 & wait"])
+    try:
+        await until(lambda: wait_channel(proc.pid) in WAIT_CHANNELS)
+        stat = read_stat(proc.pid)
+        assert stat is not None and stat.state == "S"
+    finally:
+        subprocess.run(["pkill", "-KILL", "-P", str(proc.pid)], check=False)
+        proc.kill()
+        proc.wait()
+    assert wait_channel(proc.pid) is None
+
+
+@needs_namespace
+@pytest.mark.parametrize("gated", [False, True], ids=["ungated", "gated"])
+async def test_a_kill_9_before_the_init_is_bound_runs_nothing_and_leaves_nothing(
+    gated: bool, tmp_path: Path
+) -> None:
+    """bwrap's init sets its parent-death signal only after forking the command. Held just
+    before it (a FIFO as its lock file) while the runtime is killed, the init sets the signal
+    once its parent is gone already, and it never fires: had the command run, its namespace
+    would outlive the runtime. The runtime opens the gate only once the init is bound, so the
+    gate reads end-of-file instead, and the namespace ends as soon as the init goes on."""
+    bin_dir, hold = held_bwrap(tmp_path)
+    ran = tmp_path / "ran"
+    env = child_env(**{POLICY_VAR: "required", "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    found: list[tuple[int, int]] = []
+
+    def started(spawned: Spawned) -> bool:
+        namespace = namespace_below(spawned.pgid)
+        if namespace is not None:
+            found.append(namespace)
+        return bool(found)
+
+    spawned, _ = await kill_runtime_mid_tool(
+        f"touch {ran}; exec sleep 1000", started, env=env, gated=gated
+    )
+    # bwrap set its own parent-death signal before it reported the namespace: it is gone.
+    await until(lambda: not alive(spawned.pgid))
+    writer = await release(hold)
+    try:
+        await until(lambda: in_namespace(found[0][1]) == [])
+    finally:
+        os.close(writer)
+    assert not ran.exists()
+
+
+@needs_namespace
+async def test_the_command_runs_once_its_init_is_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the init held before its parent-death signal, the command waits behind the gate;
+    once the init goes on, the command runs and sees its init blocked in wait(2)."""
+    bin_dir, hold = held_bwrap(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    rec = Recorder()
+    before_release: list[str] = []
+    async with trio.open_nursery() as nursery:
+
+        async def go_on() -> None:
+            await until(lambda: rec.spawns)
+            await trio.testing.wait_all_tasks_blocked()
+            before_release.append(rec.text())
+            os.close(await release(hold))
+
+        nursery.start_soon(go_on)
+        res = await run_group(
+            ["cat", "/proc/1/wchan"],
+            **rec.callbacks(),
+            options=ProcessOptions(containment="required"),
+        )
+    assert before_release == [""]
+    assert res.exit_code == 0
+    assert rec.text() in WAIT_CHANNELS
 
 
 # ------------------------------------------------------------------------------- non-root

@@ -76,6 +76,23 @@ def boot_id() -> str:
         return f.read().strip()
 
 
+def wait_channel(pid: int) -> str | None:
+    """Where ``pid`` sleeps in the kernel: ``/proc/<pid>/wchan``, the name of the kernel
+    function it is blocked in, or ``0`` while it runs (and where the kernel will not say);
+    ``None`` once it is gone. spec/tools.md §10 reads a namespace's init by it."""
+    try:
+        fd = os.open(f"/proc/{pid}/wchan", os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    try:
+        raw = os.read(fd, 512)  # a kernel symbol's name is shorter (KSYM_NAME_LEN)
+    except ProcessLookupError:
+        return None
+    finally:
+        os.close(fd)
+    return raw.decode("ascii", "replace").strip()
+
+
 def comm(pid: int) -> str:
     """The process's command name (``/proc/<pid>/comm``), or ``?`` once it is gone."""
     try:

@@ -7,6 +7,9 @@ Implements spec/tools.md §10. Two containments, recorded in each call's ``tool/
   runtime is not root). No process can leave a PID namespace, killing its init ends every
   process in it, and the init dies with the runtime (a parent-death signal), so the kernel,
   not a scan, is what stops the tree.
+  bwrap's init sets that signal only after it has started the command, so the command is
+  held behind the spawn gate until the init is seen waiting, which it does only once the
+  signal is set (:func:`init_binding`).
 - ``process-group``: the fallback where the kernel refuses a namespace (no bubblewrap, user
   namespaces disabled): the call's process group plus every process found carrying its marker.
 
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from ..log.events import Containment
+from .census import EXITED_STATES
 
 __all__ = ["Containment", "ContainmentPolicy", "ContainmentUnavailable", "choose"]
 #: What a tool asks for: the namespace when the kernel allows one, else the group (``best``);
@@ -63,16 +67,48 @@ def _bwrap_options() -> list[str]:
     return options
 
 
+#: The kernel functions a process blocked in wait(2) sleeps in, as ``/proc/<pid>/wchan``
+#: names them (``do_wait``; the others where a kernel build inlines it). An exact set: a
+#: process held before its wait sleeps in other functions, some with "wait" in their names
+#: (``wait_for_partner``: opening a FIFO; ``folio_wait_bit_common``: a page fault).
+WAIT_CHANNELS: Final = frozenset({"do_wait", "kernel_wait4", "kernel_waitid", "__do_sys_wait4"})
+
+#: What the init of a call's namespace is seen doing (:func:`init_binding`).
+InitBinding = Literal["bound", "not yet", "unseen", "gone"]
+
+
+def init_binding(state: str | None, wchan: str | None) -> InitBinding:
+    """Whether the init of a call's PID namespace has set its parent-death signal, from its
+    ``/proc/<init>/stat`` state and ``/proc/<init>/wchan`` (spec/tools.md §10, "It dies with
+    the runtime").
+
+    bwrap's init forks the command first, then sets the signal, then waits for its children
+    and never returns from that wait while the command lives: seen blocked in wait(2), it is
+    ``bound``. ``not yet`` while it runs or sleeps elsewhere on the way; ``unseen`` when it
+    sleeps and the kernel names no channel (``0``: the runtime may not read it); ``gone``
+    once it has exited (``None``: nothing to read)."""
+    if state is None or wchan is None or state in EXITED_STATES:
+        return "gone"
+    if wchan in WAIT_CHANNELS:
+        return "bound"
+    if wchan == "0" and state in ("S", "D"):
+        return "unseen"
+    return "not yet"
+
+
 @functools.cache
 def namespace_refusal() -> str | None:
     """Why this process cannot run a command in a PID namespace, or ``None`` if it can.
 
     Asked of the system once (one ``bwrap ... true``, a few milliseconds) and cached: a
-    missing ``bwrap``, or one that fails (user namespaces disabled, a seccomp filter), is
-    the reason, in words, that ``required`` containment gives."""
+    missing ``bwrap``, one that fails (user namespaces disabled, a seccomp filter), or a
+    kernel that does not show where a process waits (:func:`init_binding` could never say
+    ``bound``) is the reason, in words, that ``required`` containment gives."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
+    if not os.path.exists("/proc/self/wchan"):  # a kernel built without CONFIG_KALLSYMS
+        return "this kernel shows no /proc/PID/wchan, so bwrap's init cannot be seen bound"
     try:
         probe = subprocess.run(
             [bwrap, *_bwrap_options(), "--", "true"],

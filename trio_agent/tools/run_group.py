@@ -21,14 +21,23 @@ from typing import Final, Literal
 import attrs
 import trio
 
-from ..procs.census import MARKER_VAR, new_marker, process_identity, runtime_identity
+from ..procs.census import (
+    MARKER_VAR,
+    new_marker,
+    process_identity,
+    read_stat,
+    runtime_identity,
+    wait_channel,
+)
 from ..procs.containment import (
     POLICIES,
     Containment,
     ContainmentPolicy,
+    ContainmentUnavailable,
     choose,
     default_policy,
     in_namespace,
+    init_binding,
 )
 from ..procs.terminate import (
     DEFAULT_GRACE,
@@ -50,6 +59,13 @@ DEFAULT_MAX_OUTPUT_BYTES = 1 << 20
 PIPE_DRAIN_WAIT = 1.0
 # bwrap's --info-fd JSON is a few dozen bytes; anything longer is not bwrap's.
 _INFO_MAX = 4096
+# Polls of a namespace's init until it is seen bound (spec/tools.md §10): the first at once
+# (after the flush it nearly always is), then doubling up to the last.
+_BIND_POLL_FIRST = 0.001
+_BIND_POLL_MAX = 0.05
+# Polls in a row that see the init asleep with no wait channel before the kernel is taken
+# not to show it (one such look can fall between a sleep and a wake).
+_BIND_UNSEEN_LIMIT = 3
 
 
 @attrs.frozen
@@ -186,6 +202,29 @@ class _OutputPump:
         finally:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+
+async def _until_bound(namespace: Namespace) -> None:
+    """Return once the init of the call's namespace has set its parent-death signal, or has
+    exited (spec/tools.md §10, "It dies with the runtime"): bwrap's init sets it only after
+    forking the command, so until then a ``kill -9`` of the runtime would leave the namespace
+    running. Raises :class:`ContainmentUnavailable` if the kernel does not show where the
+    init waits (the command has not run)."""
+    delay = _BIND_POLL_FIRST
+    unseen = 0
+    while True:
+        stat = read_stat(namespace.init)
+        seen = init_binding(stat.state if stat else None, wait_channel(namespace.init))
+        if seen in ("bound", "gone"):  # gone: the gate's reader went with the namespace
+            return
+        unseen = unseen + 1 if seen == "unseen" else 0
+        if unseen == _BIND_UNSEEN_LIMIT:
+            raise ContainmentUnavailable(
+                f"cannot see whether the PID namespace's init (pid {namespace.init}) is bound "
+                f"to the runtime: /proc/{namespace.init}/wchan names no wait channel"
+            )
+        await trio.sleep(delay)
+        delay = min(delay * 2, _BIND_POLL_MAX)
 
 
 async def _wait_exited(pid: int) -> None:
@@ -343,9 +382,12 @@ async def run_group(
     # recovery proves a leftover is the call's by it (spec/tools.md §3, §10).
     marker = new_marker()
     env = {**(os.environ if options.env is None else options.env), MARKER_VAR: marker}
-    gate_read, gate_write = os.pipe() if ready is not None else (-1, -1)
+    # A namespace's command is gated even without ``ready``: it may run only once the
+    # namespace's init is bound to the runtime (:func:`_until_bound`).
+    gated = ready is not None or containment == "pid-namespace"
+    gate_read, gate_write = os.pipe() if gated else (-1, -1)
     info_read, info_write = os.pipe() if containment == "pid-namespace" else (-1, -1)
-    if ready is not None:
+    if gated:
         _check_program(command[0], options.cwd, env)  # behind the gate, exec fails only later
         command = ["/bin/sh", "-c", _GATE_SCRIPT, "trio-agent-gate", *command]
     if containment == "pid-namespace":
@@ -353,7 +395,7 @@ async def run_group(
     try:
         proc, stdout, stderr = _spawn(
             command,
-            stdin=gate_read if ready is not None else subprocess.DEVNULL,
+            stdin=gate_read if gated else subprocess.DEVNULL,
             cwd=options.cwd,
             env=env,
             pass_fds=(info_write,) if info_write >= 0 else (),
@@ -401,10 +443,13 @@ async def run_group(
                 on_spawned(Spawned(pgid, identity, containment, runtime_identity()))
                 if ready is not None:
                     await ready()
-                    os.write(gate_write, b"go\n")
-                    os.close(gate_write)
-                    gate_write = -1
                 with trio.move_on_at(deadline) as timeout_scope:
+                    if gated:
+                        if namespace is not None:
+                            await _until_bound(namespace)
+                        os.write(gate_write, b"go\n")
+                        os.close(gate_write)
+                        gate_write = -1
                     await _wait_exited(pgid)
                 timed_out = timeout_scope.cancelled_caught
                 leader_exited = not timed_out

@@ -6,11 +6,15 @@ Waiting helpers poll real /proc state (with tests/support's ``until``, ``alive``
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -165,7 +169,8 @@ class Recorder:
 
 
 #: A stand-in for the agent runtime: runs a tool through run_group and reports the group
-#: the way ``tool/spawned`` would record it.
+#: the way ``tool/spawned`` would record it; with ``gated`` after the script, through the
+#: spawn gate as the agent's tools do (its ``ready`` returns at once).
 RUNTIME = """
 import sys
 import trio
@@ -175,7 +180,10 @@ def spawned(s):
     print(s.pgid, s.identity, s.containment, s.owner, flush=True)
 
 async def main():
-    await run_group(["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None)
+    ready = trio.lowlevel.checkpoint if sys.argv[2:] == ["gated"] else None
+    await run_group(
+        ["bash", "-c", sys.argv[1]], on_spawned=spawned, on_output=lambda s, t: None, ready=ready
+    )
 
 trio.run(main)
 """
@@ -197,11 +205,12 @@ async def kill_runtime_mid_tool(
     *,
     env: dict[str, str] | None = None,
     user: str | None = None,
+    gated: bool = False,
 ) -> tuple[Spawned, int]:
-    """:data:`RUNTIME` running ``script`` (as ``user`` when given, through ``setpriv``), SIGKILLed
-    once ``started(spawned)`` holds (hang-guarded); return what it recorded in ``tool/spawned``
-    and its pid."""
-    argv = [sys.executable, "-c", RUNTIME, script]
+    """:data:`RUNTIME` running ``script`` (as ``user`` when given, through ``setpriv``; through
+    the spawn gate when ``gated``), SIGKILLed once ``started(spawned)`` holds (hang-guarded);
+    return what it recorded in ``tool/spawned`` and its pid."""
+    argv = [sys.executable, "-c", RUNTIME, script, *(["gated"] if gated else [])]
     if user is not None:
         argv = as_user(user, argv)
     runtime = await trio.lowlevel.open_process(
@@ -217,6 +226,49 @@ async def kill_runtime_mid_tool(
         assert await runtime.wait() == -signal.SIGKILL
         await runtime.stdout.aclose()
     return spawned, runtime.pid
+
+
+#: A ``bwrap`` that holds a call's namespace init before it sets its parent-death signal:
+#: bwrap's init opens each ``--lock-file`` just before setting it, and the open of a FIFO
+#: waits for a writer. The containment probe (no ``--info-fd``) runs unheld.
+_HELD_BWRAP = """#!/bin/sh
+case " $* " in
+*" --info-fd "*) exec {bwrap} --lock-file {fifo} "$@" ;;
+esac
+exec {bwrap} "$@"
+"""
+
+
+def held_bwrap(directory: Path) -> tuple[Path, Path]:
+    """``(bin, fifo)``: a directory to put first on ``PATH``, whose ``bwrap`` is the real one
+    with each call's init held (:data:`_HELD_BWRAP`) until :func:`release` opens ``fifo``."""
+    real = shutil.which("bwrap")
+    assert real is not None
+    bin_dir, fifo = directory / "held-bin", directory / "hold"
+    bin_dir.mkdir()
+    os.mkfifo(fifo)
+    wrapper = bin_dir / "bwrap"
+    wrapper.write_text(_HELD_BWRAP.format(bwrap=shlex.quote(real), fifo=shlex.quote(str(fifo))))
+    wrapper.chmod(0o755)
+    return bin_dir, fifo
+
+
+async def release(fifo: Path) -> int:
+    """Let an init held by :func:`held_bwrap` go on: open ``fifo`` for writing once the init
+    waits on it (hang-guarded); the caller closes the descriptor returned."""
+
+    opened: list[int] = []
+
+    def open_it() -> bool:
+        try:
+            opened.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+        return bool(opened)
+
+    await until(open_it)
+    return opened[0]
 
 
 def as_user(user: str, argv: list[str]) -> list[str]:
