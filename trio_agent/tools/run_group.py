@@ -351,6 +351,8 @@ async def run_group(
       until it returns, the command is a tiny ``sh`` blocked on a gate pipe, so nothing of
       the tool happens before the caller made ``tool/spawned`` durable (spec/tools.md, "Spawn
       gate"). If the caller dies first, the gate reads end-of-file and exits 125.
+    - In a PID namespace the command is gated with or without ``ready``, and the gate opens
+      only once the namespace's init is bound to this process (spec/tools.md §10).
     - ``on_output(stream, text)`` gets the output as it arrives; each call carries the text
       decoded (UTF-8, ``errors="replace"``, never splitting a character) from at most
       ``chunk_bytes`` bytes of one pipe. After ``max_output_bytes`` in total, output is
