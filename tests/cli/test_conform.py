@@ -295,6 +295,24 @@ def test_a_vector_file_conform_cannot_read_is_one_line_exit_2(
     assert says in line, line
 
 
+def test_a_port_that_cannot_be_started_for_a_case_says_why_in_the_systems_words(
+    tmp_path: Path,
+) -> None:
+    """A port that answers the first look and is gone by the cases (it removes itself): each
+    case says it could not run the command, in the system's words, and claims no answer
+    (no exit status the port never gave, no Python ``[Errno 2]``)."""
+    port = tmp_path / "port"
+    port.write_text(
+        '#!/bin/sh\nrm -f "$0"\necho "port: $2: No such file or directory" >&2\nexit 2\n'
+    )
+    port.chmod(0o755)
+    result = no_traceback(conform("--only", "valid/one-turn-completed", port=[str(port)]))
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail = "`check --balanced FILE`: expected exit 0 (valid, every turn ended); "
+    assert detail + "could not run it: No such file or directory\n" in result.stdout
+    assert "Errno" not in result.stdout and "answered" not in result.stdout, result.stdout
+
+
 def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     line = one_line(conform(port=[str(tmp_path / "no-such-port")]), 2)
     assert line == f"conform: cannot run {tmp_path / 'no-such-port'}: No such file or directory"
@@ -351,6 +369,7 @@ def test_a_case_that_hangs_or_floods_fails_alone(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
     assert "FAIL fold/empty" in out and "no answer within 5s (--timeout); killed" in out
+    assert "exit -1" not in out  # no status the port never gave
     assert "FAIL repair/stopped-process-group" in out
     assert "more than 100000 bytes of output (--max-output); killed" in out
     assert re.search(r"^valid\s+1/1\s+pass$", out, re.M), out

@@ -62,17 +62,38 @@ def default_vectors() -> Path:
 
 @attrs.frozen
 class Answer:
-    """What the port answered to one command line."""
+    """What the port answered to one command line, or what came instead."""
 
     argv: tuple[str, ...]
     code: int
     stdout: str
     stderr: str
+    #: Where the command gave no answer a check may accept, what happened instead, in the
+    #: runner's words: it was killed, left work behind, or did not run (``code`` is then -1,
+    #: which no check accepts). One that starts with ``exit N`` follows the program's exit.
+    verdict: str = ""
+    #: False when the command was not started at all: there is no output to show.
+    ran: bool = True
 
     def show(self) -> str:
+        """``the port answered exit 1; stdout ...; stderr ...``, or the verdict in its place."""
+        if not self.ran:
+            return self.verdict
         out = self.stdout.strip().replace("\n", "\\n")
         err = self.stderr.strip().replace("\n", "\\n")
-        return f"exit {self.code}; stdout {_clip(out)!r}; stderr {_clip(err)!r}"
+        if not self.verdict:
+            head = f"the port answered exit {self.code}"
+        elif self.verdict.startswith("exit "):
+            head = f"the port answered {self.verdict}"
+        else:
+            head = self.verdict
+        return f"{head}; stdout {_clip(out)!r}; stderr {_clip(err)!r}"
+
+
+def _why(exc: OSError) -> str:
+    """An error from starting a program, in the system's words (``No such file or
+    directory``), without Python's ``[Errno 2]`` and repr of the path."""
+    return exc.strerror or str(exc)
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -127,15 +148,15 @@ def run_bounded(
 
     A command has answered when it has exited, its group is empty and both pipes are at
     end-of-file. Processes it left running in its group are killed the moment it exits, and
-    the answer is exit -1 naming them: a command must leave no work behind. A program that
-    writes more than ``limit``, or has not answered after ``timeout`` seconds, is killed with
-    its whole group and answered as exit -1 with the reason on stderr (naming ``budget``, the
+    the answer's verdict names them (:attr:`Answer.verdict`): a command must leave no work
+    behind. A program that writes more than ``limit``, or has not answered after ``timeout``
+    seconds, is killed with its whole group, the verdict saying why (naming ``budget``, the
     ``--timeout`` it is part of, when given). "Killed" is said once the kernel says the
     group is gone (:func:`~trio_agent.procs.group_kill.kill_group_until_gone`). Once the
     program has exited, a pipe still open or still flooding is held by a process that left
     its group: that is said, and it is not killed. When ``interrupt`` is set, or the call is
     interrupted in its own thread (``KeyboardInterrupt``), the group is killed at once; the
-    first answers exit -1 ``interrupted; killed``, the second propagates. A program that
+    first's verdict is ``interrupted; killed``, the second propagates. A program that
     cannot be started raises :class:`OSError`."""
     proc = subprocess.Popen(
         argv,
@@ -220,7 +241,7 @@ def run_bounded(
         why = f"exit {code}, but left {left} running in its group; killed"
     else:
         return Answer(tuple(argv), code, stdout, stderr)
-    return Answer(tuple(argv), -1, stdout, (stderr + "\n" if stderr else "") + why)
+    return Answer(tuple(argv), -1, stdout, stderr, verdict=why)
 
 
 class _Runner:
@@ -248,9 +269,10 @@ class _Runner:
         if argv not in self._answers:
             left = self._deadline - time.monotonic()
             if self._interrupt is not None and self._interrupt.is_set:
-                answer = Answer(argv, -1, "", "not run: interrupted")
+                answer = Answer(argv, -1, "", "", verdict="not run: interrupted", ran=False)
             elif left <= 0:
-                answer = Answer(argv, -1, "", f"not run: the case used up its {self._timeout:g}s")
+                used_up = f"not run: the case used up its {self._timeout:g}s"
+                answer = Answer(argv, -1, "", "", verdict=used_up, ran=False)
             else:
                 try:
                     answer = run_bounded(
@@ -261,7 +283,8 @@ class _Runner:
                         interrupt=self._interrupt,
                     )
                 except OSError as exc:
-                    answer = Answer(argv, -1, "", f"cannot run: {exc}")
+                    cannot = f"could not run it: {_why(exc)}"
+                    answer = Answer(argv, -1, "", "", verdict=cannot, ran=False)
             self._answers[argv] = answer
         return self._answers[argv]
 
@@ -371,7 +394,7 @@ def run_case(
 
     def fail(answer: Answer, wanted: str, diff: str = "") -> None:
         problems.append(
-            f"`{run.cmd(answer)}`: expected {wanted}; the port answered {answer.show()}"
+            f"`{run.cmd(answer)}`: expected {wanted}; {answer.show()}"
             + (f"\n{diff}" if diff else "")
         )
 
@@ -666,10 +689,10 @@ def preflight(command: Sequence[str], tmp: Path, *, timeout: float, limit: int) 
     try:
         a = run_bounded([*command, "check", str(missing)], timeout=timeout, limit=limit)
     except OSError as exc:
-        raise UsageError(f"cannot run {shown}: {exc.strerror or exc}") from None
-    first = (a.stderr.strip().splitlines() or [""])[-1 if a.code == -1 else 0]
-    if a.code == -1:
-        why = first
+        raise UsageError(f"cannot run {shown}: {_why(exc)}") from None
+    first = (a.stderr.strip().splitlines() or [""])[0]
+    if a.verdict:
+        why = a.verdict
     elif a.code < 0:
         why = f"killed by signal {-a.code}"
     elif a.code in (126, 127):
