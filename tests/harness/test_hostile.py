@@ -51,6 +51,32 @@ def test_a_line_nested_too_deep_is_one_line_exit_2(tmp_path: Path) -> None:
     assert line.endswith("; no example was run"), line
 
 
+@pytest.mark.parametrize(
+    ("prints", "says"),
+    [
+        (
+            b'{"garbage": true}',
+            'a line that is neither {"journal": ...} nor {"reply": ...}: \'{"garbage": true}\'',
+        ),
+        (b"[1, 2]", 'a line that is neither {"journal": ...} nor {"reply": ...}: \'[1, 2]\''),
+        (b"\x1b[31mhello\xff", "a line that is not JSON: '\\x1b[31mhello\\\\xff'"),
+    ],
+    ids=["another-object", "not-an-object", "control-and-invalid-bytes"],
+)
+def test_a_line_of_another_shape_is_named_in_one_line(
+    prints: bytes, says: str, tmp_path: Path
+) -> None:
+    """The line is shown as text between quotes, escapes visible (an escape sequence never
+    reaches the terminal raw), not as Python's ``b'...'``."""
+    program = tmp_path / "port.py"
+    program.write_text(
+        f"import sys\nsys.stdin.readline()\nsys.stdout.buffer.write({prints!r} + b'\\n')\n"
+    )
+    line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
+    assert f"cannot run as a harness adapter: protocol: {says}; no example was run" in line, line
+    assert "\x1b" not in line
+
+
 def test_a_missing_program_is_one_line_exit_2(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-port"
     line = one_line(harness(port=[str(missing)]), 2)

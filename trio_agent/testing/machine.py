@@ -76,6 +76,7 @@ from .protocol import (
     NoReply,
     Reply,
     RunStopped,
+    shown_line,
 )
 from .refmodel import MODEL_RULES, ModelViolation, ReferenceModel
 from .wire import check_request
@@ -118,13 +119,6 @@ def _compact(value: Any) -> str:
     # orjson: the values came off the wire through it (or go onto it), and the transcript
     # takes every request, entry and reply of every example, though a report shows its tail
     text = orjson.dumps(value).decode()
-    return text if len(text) <= 400 else text[:400] + "..."
-
-
-def _raw_line(line: bytes) -> str:
-    """A line the implementation wrote, as received: quoted, so that a stray space, ``\\r`` or
-    byte order mark shows, undecodable bytes escaped, its newline dropped."""
-    text = repr(line.removesuffix(b"\n").decode(errors="backslashreplace"))
     return text if len(text) <= 400 else text[:400] + "..."
 
 
@@ -219,7 +213,7 @@ class HarnessMachine(RuleBasedStateMachine):
             for entry in exc.journal:
                 self.transcript.append("  " + _compact(entry))
             if exc.line is not None:
-                self.transcript.append("!! offending line: " + _raw_line(exc.line))
+                self.transcript.append("!! offending line: " + shown_line(exc.line))
             else:
                 why = (str(exc).splitlines() or [""])[0].rstrip(":")
                 self.transcript.append("!! no reply: " + why)

@@ -33,7 +33,7 @@ import orjson
 
 from ..log.codec import MAX_DEPTH, too_deep
 from ..procs.group_kill import kill_group_until_gone, kill_leftovers, wait_exited
-from .protocol import MAX_LINE, AdapterError, NoReply, Reply
+from .protocol import MAX_LINE, AdapterError, NoReply, Reply, shown_line
 from .wire import check_journal, check_reply
 
 __all__ = ["DEFAULT_COMMAND", "MAX_LINE", "MAX_REPLY", "PipeAdapter"]
@@ -48,6 +48,8 @@ DEFAULT_COMMAND: Final = (sys.executable, "-m", "trio_agent.testing.adapter_serv
 MAX_REPLY: Final = 64 << 20
 #: The stderr kept for a report (the tail; the rest is read and dropped).
 STDERR_TAIL: Final = 4000
+#: What a line that breaks the protocol's shape is (spec/harness.md §Wire format).
+_NEITHER: Final = 'a line that is neither {"journal": ...} nor {"reply": ...}'
 
 
 class _Overflow:
@@ -211,7 +213,7 @@ class PipeAdapter:
                 self._stop()
                 raise AdapterError(
                     f"protocol: a line longer than {line.limit} bytes (--max-line) in answer "
-                    f"to {message.get('op')!r}; it began {line.head!r}",
+                    f"to {message.get('op')!r}; it began {shown_line(line.head, 200)}",
                     journal=journal,
                     line=line.head,
                 )
@@ -254,25 +256,24 @@ class PipeAdapter:
         if too_deep(line, _WIRE_DEPTH):  # before it is parsed, compared or printed
             raise AdapterError(
                 f"protocol: a line nested deeper than {_WIRE_DEPTH} levels of arrays and "
-                f"objects (a log line nests at most {MAX_DEPTH}): {line[:200]!r}"
+                f"objects (a log line nests at most {MAX_DEPTH}): {shown_line(line, 200)}"
             )
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
-            raise AdapterError(f"protocol: a line that is not JSON: {line[:200]!r}") from None
-        if not isinstance(obj, dict) or len(obj) != 1:
-            raise AdapterError(f"unexpected line from the implementation: {line[:200]!r}")
+            shown = shown_line(line, 200)
+            raise AdapterError(f"protocol: a line that is not JSON: {shown}") from None
+        if not isinstance(obj, dict) or len(obj) != 1 or not obj.keys() & {"journal", "reply"}:
+            raise AdapterError(f"protocol: {_NEITHER}: {shown_line(line, 200)}")
         if "journal" in obj:
             check_journal(obj["journal"])  # a malformed entry is named here, not later
             journal.append(obj["journal"])
             return None
-        if "reply" in obj:
-            reply: Reply = obj["reply"]
-            check_reply(reply, str(message.get("op")))
-            reply["journal"] = journal
-            reply.setdefault("crashed", False)
-            return reply
-        raise AdapterError(f"unexpected line from the implementation: {line!r}")
+        reply: Reply = obj["reply"]
+        check_reply(reply, str(message.get("op")))
+        reply["journal"] = journal
+        reply.setdefault("crashed", False)
+        return reply
 
     def _no_reply(self, message: dict[str, Any], journal: list[dict[str, Any]]) -> str:
         """Why there was no reply, as far as the driver can tell (a safety net, not a

@@ -24,6 +24,7 @@ __all__ = [
     "Adapter",
     "AdapterError",
     "Reply",
+    "shown_line",
     "trap_points",
 ]
 
@@ -93,6 +94,16 @@ OPS: Final = (
 #: One reply: ``{"ok": bool, "result": ..., "journal": [...], "state": {...},
 #: "crashed": bool, "error"?: str}`` (spec/harness.md §Replies).
 Reply = dict[str, Any]
+
+
+def shown_line(line: bytes, limit: int = 400) -> str:
+    """A line the implementation wrote, for a message or a report: quoted, so that a stray
+    space, ``\\r``, byte order mark or control character shows as itself and never reaches
+    the terminal raw, undecodable bytes escaped, its newline dropped; at most ``limit``
+    bytes of it (a line may be megabytes long)."""
+    body = line.removesuffix(b"\n")
+    text = repr(body[:limit].decode(errors="backslashreplace"))
+    return text + "..." if len(body) > limit else text
 
 
 class AdapterError(RuntimeError):
