@@ -46,7 +46,7 @@ def test_a_line_nested_too_deep_is_one_line_exit_2(tmp_path: Path) -> None:
     # driver refuses it before any of those (spec/log.md §Values bounds a log line's depth).
     program = tmp_path / "port.py"
     program.write_text(DEEPLY_NESTED)
-    line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
+    line = one_line(harness(port=[PY, str(program)]), 2)
     assert "protocol: a line nested deeper than 108 levels of arrays and objects" in line, line
     assert line.endswith("; no example was run"), line
 
@@ -72,7 +72,7 @@ def test_a_line_of_another_shape_is_named_in_one_line(
     program.write_text(
         f"import sys\nsys.stdin.readline()\nsys.stdout.buffer.write({prints!r} + b'\\n')\n"
     )
-    line = one_line(harness("--timeout", "5", port=[PY, str(program)]), 2)
+    line = one_line(harness(port=[PY, str(program)]), 2)
     assert f"cannot run as a harness adapter: protocol: {says}; no example was run" in line, line
     assert "\x1b" not in line
 
