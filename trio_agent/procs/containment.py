@@ -68,8 +68,9 @@ def _bwrap_options() -> list[str]:
 
 
 #: The kernel functions a process blocked in wait(2) sleeps in, as ``/proc/<pid>/wchan``
-#: names them (``do_wait``; the others where a kernel build inlines it). An exact set: a
-#: process held before its wait sleeps in other functions, some with "wait" in their names
+#: names them (``do_wait``; the others where a kernel build inlines it; a compiler's copy
+#: of one, ``do_wait.constprop.0``, counts as the function). An exact set: a process held
+#: before its wait sleeps in other functions, some with "wait" in their names
 #: (``wait_for_partner``: opening a FIFO; ``folio_wait_bit_common``: a page fault).
 WAIT_CHANNELS: Final = frozenset({"do_wait", "kernel_wait4", "kernel_waitid", "__do_sys_wait4"})
 
@@ -89,7 +90,8 @@ def init_binding(state: str | None, wchan: str | None) -> InitBinding:
     once it has exited (``None``: nothing to read)."""
     if state is None or wchan is None or state in EXITED_STATES:
         return "gone"
-    if wchan in WAIT_CHANNELS:
+    # A compiler's copy of a function keeps its name before a dot (``do_wait.constprop.0``).
+    if wchan.partition(".")[0] in WAIT_CHANNELS:
         return "bound"
     if wchan == "0" and state in ("S", "D"):
         return "unseen"

@@ -418,8 +418,10 @@ async def run_group(
             with trio.CancelScope(shield=True):  # bwrap answers at once, or exits
                 namespace = await _namespace_of(trio.lowlevel.FdStream(info_read))
         except BaseException:
-            # Nothing of the command ran (the gate is still shut); killing bwrap, our own
-            # unreaped child, ends whatever it had made (its init has the parent-death signal).
+            # Nothing of the command ran (the gate is still shut). Killing bwrap, our own
+            # unreaped child, ends what it made once it has let its init go on (the init's
+            # gate then reads end-of-file); an init not yet let go on would wait for ever
+            # (spec/tools.md §10), a chance only a report we cannot use leaves open.
             if gate_write >= 0:
                 os.close(gate_write)
             os.kill(proc.pid, signal.SIGKILL)
