@@ -86,7 +86,8 @@ def init_binding(state: str | None, wchan: str | None) -> InitBinding:
     bwrap's init forks the command first, then sets the signal, then waits for its children
     and never returns from that wait while the command lives: seen blocked in wait(2), it is
     ``bound``. ``not yet`` while it runs or sleeps elsewhere on the way; ``unseen`` when it
-    sleeps and the kernel names no channel (``0``: the runtime may not read it); ``gone``
+    sleeps and the kernel names no channel (``0``: the runtime may not read it, as a plain
+    user's runtime may not for a moment while bwrap sets up the user namespace); ``gone``
     once it has exited (``None``: nothing to read)."""
     if state is None or wchan is None or state in EXITED_STATES:
         return "gone"

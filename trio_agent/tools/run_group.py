@@ -63,9 +63,10 @@ _INFO_MAX = 4096
 # (after the flush it nearly always is), then doubling up to the last.
 _BIND_POLL_FIRST = 0.001
 _BIND_POLL_MAX = 0.05
-# Polls in a row that see the init asleep with no wait channel before the kernel is taken
-# not to show it (one such look can fall between a sleep and a wake).
-_BIND_UNSEEN_LIMIT = 3
+# Seconds on end that the init may sleep with no wait channel shown before the runtime is
+# taken not to be allowed to read it. A plain user's bwrap init shows none for a moment,
+# many looks in a row, while it sets up its user namespace: a safety net, not a wait.
+_BIND_UNSEEN_LIMIT = 30.0
 
 
 @attrs.frozen
@@ -208,17 +209,21 @@ async def _until_bound(namespace: Namespace) -> None:
     """Return once the init of the call's namespace has set its parent-death signal, or has
     exited (spec/tools.md §10, "It dies with the runtime"): bwrap's init sets it only after
     forking the command, so until then a ``kill -9`` of the runtime would leave the namespace
-    running. Raises :class:`ContainmentUnavailable` if the kernel does not show where the
-    init waits (the command has not run)."""
+    running. Raises :class:`ContainmentUnavailable` if where the init sleeps stays hidden
+    for ``_BIND_UNSEEN_LIMIT`` seconds on end (the command has not run)."""
     delay = _BIND_POLL_FIRST
-    unseen = 0
+    unseen_since: float | None = None
     while True:
         stat = read_stat(namespace.init)
         seen = init_binding(stat.state if stat else None, wait_channel(namespace.init))
         if seen in ("bound", "gone"):  # gone: the gate's reader went with the namespace
             return
-        unseen = unseen + 1 if seen == "unseen" else 0
-        if unseen == _BIND_UNSEEN_LIMIT:
+        now = trio.current_time()
+        if seen != "unseen":
+            unseen_since = None
+        elif unseen_since is None:
+            unseen_since = now
+        elif now - unseen_since >= _BIND_UNSEEN_LIMIT:
             raise ContainmentUnavailable(
                 f"cannot see whether the PID namespace's init (pid {namespace.init}) is bound "
                 f"to the runtime: /proc/{namespace.init}/wchan names no wait channel"
