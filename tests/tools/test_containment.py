@@ -22,7 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -263,6 +263,19 @@ def _log_with(spawned: Spawned, path: Path) -> Path:
     return path
 
 
+def _in_its_namespace(
+    found: list[tuple[int, int]], spawned: Spawned, holds: Callable[[int], bool]
+) -> bool:
+    """Once the PID namespace below ``spawned``'s bwrap exists (its ``(init, inode)`` kept in
+    ``found``), whether ``holds(inode)``."""
+    if not found:
+        namespace = namespace_below(spawned.pgid)
+        if namespace is None:
+            return False
+        found.append(namespace)
+    return holds(found[0][1])
+
+
 async def _killed_runtime(
     kind: str, tmp_path: Path, *, user: str | None, python: str, env: dict[str, str]
 ) -> tuple[Spawned, int]:
@@ -271,12 +284,9 @@ async def _killed_runtime(
     found: list[tuple[int, int]] = []
 
     def started(spawned: Spawned) -> bool:
-        if not found:
-            namespace = namespace_below(spawned.pgid)
-            if namespace is None:
-                return False
-            found.append(namespace)
-        return _running(kind, found[0][1], expected, hopfile)
+        return _in_its_namespace(
+            found, spawned, lambda inode: _running(kind, inode, expected, hopfile)
+        )
 
     spawned, _ = await kill_runtime_mid_tool(script, started, env=env, user=user)
     assert spawned.containment == "pid-namespace"
@@ -358,12 +368,7 @@ async def test_a_kill_9_before_the_init_is_bound_runs_nothing_and_leaves_nothing
         # The init and the command (the gate, or the old code's bash): bwrap has let its init
         # go on. Killed before that, bwrap leaves the init waiting for it for ever (spec/
         # tools.md §10), and it would never reach the FIFO this test releases.
-        if not found:
-            namespace = namespace_below(spawned.pgid)
-            if namespace is None:
-                return False
-            found.append(namespace)
-        return len(in_namespace(found[0][1])) >= 2
+        return _in_its_namespace(found, spawned, lambda inode: len(in_namespace(inode)) >= 2)
 
     spawned, _ = await kill_runtime_mid_tool(
         f"touch {ran}; exec sleep 1000", started, env=env, gated=gated
