@@ -37,23 +37,31 @@ class Stat:
     starttime: int
 
 
-def read_stat(pid: int) -> Stat | None:
-    """Parse the fields we need from ``/proc/<pid>/stat``; ``None`` if the process is gone."""
-    # Raw os.open/os.read: this runs for every process on every poll, and it is about twice
-    # as fast as open(), which builds a buffered file object each time.
+def _read_once(path: str, limit: int) -> bytes | None:
+    """One read of at most ``limit`` bytes of a ``/proc/<pid>`` file, or ``None`` if the
+    process is gone."""
+    # Raw os.open/os.read: read_stat runs for every process on every poll, and this is about
+    # twice as fast as open(), which builds a buffered file object each time.
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, ProcessLookupError):
         # ENOENT: gone before the open; ESRCH: exiting during it (seen on a loaded machine
         # while a group's census ran, as the cancel's TERM took effect).
         return None
     try:
-        raw = os.read(fd, _STAT_MAX)
+        return os.read(fd, limit)
     except ProcessLookupError:
         # ESRCH: the process was reaped between open() and read().
         return None
     finally:
         os.close(fd)
+
+
+def read_stat(pid: int) -> Stat | None:
+    """Parse the fields we need from ``/proc/<pid>/stat``; ``None`` if the process is gone."""
+    raw = _read_once(f"/proc/{pid}/stat", _STAT_MAX)
+    if raw is None:
+        return None
     # Field 2 (comm) is the executable's name in parentheses and may itself contain spaces and
     # ')' (a program can be called "a) (b"), so the fixed fields start after the *last* ')'.
     _, sep, rest = raw.rpartition(b")")
@@ -80,17 +88,8 @@ def wait_channel(pid: int) -> str | None:
     """Where ``pid`` sleeps in the kernel: ``/proc/<pid>/wchan``, the name of the kernel
     function it is blocked in, or ``0`` while it runs (and where the kernel will not say);
     ``None`` once it is gone. spec/tools.md §10 reads a namespace's init by it."""
-    try:
-        fd = os.open(f"/proc/{pid}/wchan", os.O_RDONLY | os.O_CLOEXEC)
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    try:
-        raw = os.read(fd, 512)  # a kernel symbol's name is shorter (KSYM_NAME_LEN)
-    except ProcessLookupError:
-        return None
-    finally:
-        os.close(fd)
-    return raw.decode("ascii", "replace").strip()
+    raw = _read_once(f"/proc/{pid}/wchan", 512)  # a kernel symbol's name is shorter
+    return None if raw is None else raw.decode("ascii", "replace").strip()
 
 
 def comm(pid: int) -> str:
