@@ -20,12 +20,14 @@ from trio_agent.demo.engine import PACE_VAR, DemoError, Driver, Run, open_run, p
 from trio_agent.demo.scenarios import (
     AFTER_CRASH_REQUEST,
     ESC_SCRIPT,
+    FIRST_ALLOWANCE,
     FIRST_REQUEST,
+    OUTPUT_LINES,
     QUEUED_REQUEST,
     SAME_TICK_REQUEST,
     SCENARIOS,
 )
-from trio_agent.demo.workdir import TEST_PACE
+from trio_agent.demo.workdir import TEST_PACE, TESTS
 from trio_agent.log import (
     OUTCOME_UNKNOWN_TEXT,
     REAPED_TEXTS,
@@ -98,6 +100,38 @@ async def test_a_wait_that_runs_out_names_the_last_event_read() -> None:
             assert str(after.value) == nothing.format(f"seq {last.seq} {last.type}")
 
 
+async def test_the_first_step_counts_lines_when_one_read_holds_several() -> None:
+    """A ``tool/output`` is one read of the pipe (spec/tools.md §7), and a busy worker reads
+    several of the suite's lines at once. The first step waits for lines of output, not for
+    events: here the suite prints every test it is allowed in one write, so the log gets
+    them in one event, and the step still ends and counts the lines. Counting events, it
+    waited for three until its two-minute bound while the suite sat at its allowance (seen
+    once in a loaded run of the suite, at the tests' fast pace)."""
+    lines = "".join(f"test {i}/{TESTS} ok\n" for i in range(1, FIRST_ALLOWANCE + 1))
+    # cat copies the file in one write (a pipe takes up to 4096 bytes at once, so one read
+    # gets all of it); bash's own printf writes line by line. Then the tool, like the suite
+    # at its allowance, keeps running.
+    suite = "#!/usr/bin/env bash\ncat lines.txt\nexec sleep 1000\n"
+    with trio.fail_after(HANG_GUARD * 4):
+        async with open_run() as run:
+            (run.workdir / "lines.txt").write_text(lines, encoding="utf-8")
+            (run.workdir / "run-tests.sh").write_text(suite, encoding="utf-8")
+            driver = Driver(SCENARIOS["esc"], run, dwell=0)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(driver.main)
+                await run.wait_until(lambda: driver.ready, "setup")
+                driver.step()
+                await run.wait_until(stepped(driver, 1), "the first step")
+                assert driver.error is None, driver.error
+                run.poll_log()
+                outputs = [e.data["text"] for e in run.find("tool/output")]
+                facts = [f["text"] for f in run.findings.facts]
+                nursery.cancel_scope.cancel()
+    assert outputs == [lines]  # the case itself: fewer events than the step waits lines for
+    assert FIRST_ALLOWANCE > OUTPUT_LINES > len(outputs)
+    assert any(f"; {FIRST_ALLOWANCE} lines of output are already on disk" in f for f in facts)
+
+
 def assert_balanced(played: Played) -> None:
     assert played.scan.checker.open_turn is None
     assert played.scan.checker.balanced
@@ -113,9 +147,10 @@ async def test_esc_scenario_log_and_runtime() -> None:
     result = p.one("tool/result")
     call_id = result.data["callId"]
     outputs = p.of("tool/output", lambda e: e.data["callId"] == call_id)
-    assert len(outputs) >= 3
+    printed = "".join(e.data["text"] for e in outputs).splitlines()
+    assert len(printed) >= OUTPUT_LINES  # lines: one event may hold several
     assert all(e.seq < result.seq for e in outputs)
-    assert all(e.data["text"].startswith("test ") for e in outputs)
+    assert all(line.startswith("test ") for line in printed)
     assert result.data["error"] == {"code": "ABORTED"}
     assert p.one("tool/call").seq < p.one("tool/spawned").seq < outputs[0].seq
 

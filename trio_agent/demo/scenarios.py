@@ -59,8 +59,15 @@ FIRST_ALLOWANCE: Final = OUTPUT_LINES + 2
 MORE_TESTS: Final = 3
 
 
-def _outputs(run: Run) -> list[Any]:
-    return run.find("tool/output")
+def _output_lines(run: Run, before: int | None = None) -> int:
+    """Complete lines of tool output in the log (only those of events before seq ``before``,
+    if given). Lines are counted, not events: a ``tool/output`` is one read of the pipe
+    (spec/tools.md §7), and a busy worker reads several of the suite's lines at once."""
+    return sum(
+        str(e.data.get("text", "")).count("\n")
+        for e in run.find("tool/output")
+        if before is None or e.seq < before
+    )
 
 
 async def setup_fresh(run: Run) -> None:
@@ -72,14 +79,14 @@ async def start_turn(run: Run) -> None:
     run.allow_more_tests(FIRST_ALLOWANCE)
     await run.send({"cmd": "followup", "text": FIRST_REQUEST})
     await run.wait_until(
-        lambda: len(_outputs(run)) >= OUTPUT_LINES, f"{OUTPUT_LINES} lines of tool output"
+        lambda: _output_lines(run) >= OUTPUT_LINES, f"{OUTPUT_LINES} lines of tool output"
     )
     spawned = run.find("tool/spawned")[0]
     pgid = spawned.data["pgid"]
     run.fact(f"tool/call is durable before the body ran: seq {run.find('tool/call')[0].seq}")
     run.fact(
         f"the test suite runs as process group {pgid}, {_contained(spawned)}; "
-        f"{len(_outputs(run))} lines of output are already on disk"
+        f"{_output_lines(run)} lines of output are already on disk"
     )
 
 
@@ -147,7 +154,7 @@ async def press_esc(run: Run) -> None:
     if group.alive:
         raise DemoError(f"process group {pgid} still has members after the abort: {group.members}")
     result = run.find("tool/result")[0]
-    kept = [e for e in _outputs(run) if e.seq < result.seq]
+    kept = _output_lines(run, before=result.seq)
     drop = run.find("agent/inbox/spliced", lambda e: splice_kind(e.data) is SpliceKind.DROP)[0]
     c1 = run.runtime.controllers.get(1)
     run.fact(f"queued follow-up dropped unrun by the clear splice (seq {drop.seq})", "dropped")
@@ -156,7 +163,7 @@ async def press_esc(run: Run) -> None:
         f"(seq {result.seq}) was written only after it stopped",
         "aborted",
     )
-    run.fact(f"{len(kept)} lines of tool/output written before the cancel are kept")
+    run.fact(f"{kept} lines of tool/output written before the cancel are kept")
     if c1 is not None and c1.released_before_seq is not None:
         run.fact(
             f"controller #1 was released before turn/end (seq {c1.released_before_seq}); "
