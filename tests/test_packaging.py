@@ -7,9 +7,10 @@ runs the commands from a fresh venv; these are the quick checks of the same conf
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
+
+from support.markdown import link_targets
 
 from trio_agent.spec_files import spec_root
 
@@ -61,21 +62,10 @@ def test_dev_only_code_is_not_in_the_package() -> None:
     assert not (ROOT / "trio_agent" / "testing" / "pgcluster.py").exists()
 
 
-#: A Markdown link's target: ``[text](target)``.
-LINK = re.compile(r"\]\(([^)\s]+)\)")
-
-
 def dead_links(text: str, folder: Path, shipped: set[Path]) -> list[str]:
     """The relative links of Markdown ``text`` (a file in ``folder``) whose target is not
     among ``shipped`` (a web address or an anchor within the page is not checked)."""
-    dead = []
-    for target in LINK.findall(text):
-        if re.match(r"[a-z]+:", target) or target.startswith("#"):
-            continue
-        path = (folder / target.split("#", 1)[0]).resolve()
-        if path not in shipped:
-            dead.append(target)
-    return dead
+    return [t for t in link_targets(text) if (folder / t).resolve() not in shipped]
 
 
 def test_every_link_of_the_shipped_spec_leads_to_a_shipped_file() -> None:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from support.glossary import GLOSSARY, TERMS
+from support.markdown import link_targets
 from support.procenv import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +80,7 @@ def test_quick_start_runs_and_its_log_passes_check(tmp_path: Path) -> None:
 
 def links(path: Path) -> list[str]:
     """The relative targets of the Markdown links in ``path`` (no URLs, no anchors)."""
-    found = re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8"))
-    return [t.split("#")[0] for t in found if "://" not in t and not t.startswith("#")]
+    return link_targets(path.read_text(encoding="utf-8"))
 
 
 def test_glossary_is_linked_and_its_links_resolve() -> None:
