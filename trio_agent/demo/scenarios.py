@@ -64,7 +64,7 @@ def _output_lines(run: Run, before: int | None = None) -> int:
     if given). Lines are counted, not events: a ``tool/output`` is one read of the pipe
     (spec/tools.md §7), and a busy worker reads several of the suite's lines at once."""
     return sum(
-        str(e.data.get("text", "")).count("\n")
+        e.data["text"].count("\n")
         for e in run.find("tool/output")
         if before is None or e.seq < before
     )
